@@ -1,0 +1,61 @@
+/**
+ * The checks behind every argument error of this library, so that all of them read the
+ * same way: Expected `renewEvery` to be a whole number of milliseconds from 1 to
+ * 2147483647, got `-1` (number).
+ *
+ * A value of the wrong type gives a `TypeError`; a value of the right type outside what
+ * is allowed gives a `RangeError`.
+ */
+
+export function argumentError(
+  kind: typeof TypeError | typeof RangeError,
+  name: string,
+  expected: string,
+  value: unknown,
+): TypeError | RangeError {
+  return new kind(`Expected \`${name}\` to be ${expected}, got ${show(value)}`);
+}
+
+export function expectInteger(name: string, value: unknown, min: number, max: number): number {
+  const expected = `an integer from ${min} to ${max}`;
+  if (typeof value !== 'number') throw argumentError(TypeError, name, expected, value);
+  if (!Number.isInteger(value) || value < min || value > max) throw argumentError(RangeError, name, expected, value);
+  return value;
+}
+
+export function expectString(name: string, value: unknown, maxLength: number): string {
+  const expected = `a non-empty string of at most ${maxLength} characters`;
+  if (typeof value !== 'string') throw argumentError(TypeError, name, expected, value);
+  if (value.length === 0 || value.length > maxLength) throw argumentError(RangeError, name, expected, value);
+  return value;
+}
+
+export function expectObject(name: string, value: unknown, expected = 'an object'): object {
+  if (typeof value !== 'object' || value === null) throw argumentError(TypeError, name, expected, value);
+  return value;
+}
+
+/** `-1` (number), `"30s"` (string), `null` (null): short enough for one line. */
+function show(value: unknown): string {
+  const type = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
+  return `\`${shortText(value)}\` (${type})`;
+}
+
+function shortText(value: unknown): string {
+  if (typeof value === 'string') {
+    return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  }
+  if (typeof value === 'object' && value !== null) {
+    return Array.isArray(value) ? `[${value.length} items]` : (value.constructor?.name ?? 'Object');
+  }
+  return typeof value === 'function' ? 'function' : String(value);
+}
+
+/** A better-sqlite3 `Database`, recognised by the methods this library calls. */
+export function expectDatabase(name: string, value: unknown): void {
+  const expected = 'a better-sqlite3 Database';
+  const db = expectObject(name, value, expected) as Record<string, unknown>;
+  if (typeof db.prepare !== 'function' || typeof db.transaction !== 'function' || typeof db.pragma !== 'function') {
+    throw argumentError(TypeError, name, expected, value);
+  }
+}

@@ -1,0 +1,154 @@
+import { SchedulerLike, Subscription } from 'rxjs';
+import { LeadershipError } from '../leadership-error';
+import { Lease, LeadershipEvent, LostReason } from '../leadership-event';
+import { AcquireResult, LeaseStore } from '../store/lease-store';
+
+/** The durations that drive a campaign, in milliseconds (see `LeadershipConfig`). */
+export interface CampaignTiming {
+  readonly renewEvery: number;
+  readonly expiresAfter: number;
+  readonly retryEvery: number;
+}
+
+/** Where a campaign reports: events, and the one terminal error. */
+export interface CampaignObserver {
+  next(event: LeadershipEvent): void;
+  error(error: unknown): void;
+}
+
+/** The tenure this candidate believes it holds, and until when: the lease it last wrote. */
+interface Tenure {
+  readonly term: number;
+  readonly expiresAt: number;
+}
+
+/**
+ * One candidate's campaign for one slot: a state machine driven by one timer at a time.
+ *
+ * A follower tries to acquire, then tries again after `retryEvery`, or just after the live
+ * lease it saw expires if that comes sooner. A leader renews every `renewEvery`; a renewal
+ * that fails with a transient error is retried after `retryEvery`, and if the lease it
+ * last wrote runs out first, the tenure ends (`lost`, `expired`) at that lease's
+ * `expiresAt`: the leader never believes it leads past it.
+ *
+ * All time comes from `scheduler.now()`, read before each write; the store sees only the
+ * numbers, never a timer.
+ */
+export class Campaign {
+  private tenure: Tenure | undefined;
+  private timer: Subscription | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly store: LeaseStore,
+    private readonly slot: number,
+    private readonly holder: string,
+    private readonly timing: CampaignTiming,
+    private readonly observer: CampaignObserver,
+    private readonly scheduler: SchedulerLike,
+  ) {}
+
+  /** Tries to acquire at once, then goes on by itself until stopped. */
+  start(): void {
+    this.attempt();
+  }
+
+  /** Stops the timer, then releases the lease if this candidate leads. Never throws. */
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.timer?.unsubscribe();
+    const { tenure } = this;
+    this.tenure = undefined;
+    if (tenure === undefined) return;
+    try {
+      this.store.release(this.lease(tenure.term));
+    } catch {
+      // Nobody is left to tell (the subscriber is gone); the lease expires by itself.
+    }
+  }
+
+  private readonly attempt = (): void => {
+    const now = this.now();
+    const expiresAt = now + this.timing.expiresAfter;
+    let result: AcquireResult;
+    try {
+      result = this.store.acquire(this.slot, this.holder, now, expiresAt);
+    } catch (error) {
+      return this.onStoreError(error, () => this.wake(this.attempt, this.timing.retryEvery));
+    }
+    if (!result.acquired) {
+      // The slot can be taken once `expires_at < now`: aim at the first such millisecond.
+      const untilFree = result.lease.expiresAt + 1 - now;
+      const delay = untilFree >= 1 && untilFree < this.timing.retryEvery ? untilFree : this.timing.retryEvery;
+      return this.wake(this.attempt, delay);
+    }
+    const { term } = result.lease;
+    this.tenure = { term, expiresAt };
+    if (this.emit({ type: 'elected', ...this.lease(term), expiresAt })) {
+      this.scheduleRenewal(this.timing.renewEvery);
+    }
+  };
+
+  private readonly renew = (): void => {
+    const { term } = this.tenure as Tenure;
+    const now = this.now();
+    const expiresAt = now + this.timing.expiresAfter;
+    let renewed: boolean;
+    try {
+      // Even after a pause past the lease, this succeeds only if nobody took the slot
+      // meanwhile (the store checks holder and term), so the tenure may go on.
+      renewed = this.store.renew(this.lease(term), expiresAt);
+    } catch (error) {
+      return this.onStoreError(error, () => this.scheduleRenewal(this.timing.retryEvery));
+    }
+    if (!renewed) return this.lose('superseded');
+    this.tenure = { term, expiresAt };
+    if (this.emit({ type: 'renewed', ...this.lease(term), expiresAt })) {
+      this.scheduleRenewal(this.timing.renewEvery);
+    }
+  };
+
+  /** Renews after `interval`, unless the lease ends first: then the tenure ends at its expiry. */
+  private scheduleRenewal(interval: number): void {
+    const untilExpiry = (this.tenure as Tenure).expiresAt - this.now();
+    if (interval < untilExpiry) this.wake(this.renew, interval);
+    else if (untilExpiry > 0) this.wake(this.expire, untilExpiry);
+    else this.expire();
+  }
+
+  private readonly expire = (): void => this.lose('expired');
+
+  private lose(reason: LostReason): void {
+    const lease = this.lease((this.tenure as Tenure).term);
+    this.tenure = undefined;
+    if (this.emit({ type: 'lost', ...lease, reason })) this.wake(this.attempt, 0);
+  }
+
+  private onStoreError(error: unknown, carryOn: () => void): void {
+    if (error instanceof LeadershipError && error.transient) {
+      if (this.emit({ type: 'error', slot: this.slot, holder: this.holder, error })) carryOn();
+    } else {
+      // The observer's teardown stops this campaign, releasing the lease if it leads.
+      this.observer.error(error);
+    }
+  }
+
+  /** Emits, then says whether the campaign still runs: a subscriber may stop it from `next`. */
+  private emit(event: LeadershipEvent): boolean {
+    this.observer.next(event);
+    return !this.stopped;
+  }
+
+  private wake(action: () => void, delay: number): void {
+    if (!this.stopped) this.timer = this.scheduler.schedule(action, delay);
+  }
+
+  private lease(term: number): Lease {
+    return { slot: this.slot, holder: this.holder, term };
+  }
+
+  private now(): number {
+    return Math.floor(this.scheduler.now());
+  }
+}

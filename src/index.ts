@@ -1,0 +1,16 @@
+export { observeLeadership } from './observe-leadership';
+export { fenced } from './fenced';
+export { whileLeader } from './operators/while-leader';
+export { isLeader } from './operators/is-leader';
+export { LeadershipError } from './leadership-error';
+export type { LeadershipErrorCode } from './leadership-error';
+export type { LeadershipConfig } from './leadership-config';
+export type {
+  ElectedEvent,
+  Lease,
+  LeadershipErrorEvent,
+  LeadershipEvent,
+  LostEvent,
+  LostReason,
+  RenewedEvent,
+} from './leadership-event';

@@ -1,0 +1,92 @@
+import { asyncScheduler, SchedulerLike } from 'rxjs';
+import { argumentError, expectInteger, expectObject, expectString } from './argument-check';
+
+/** Options of {@link observeLeadership}. Every duration is in milliseconds. */
+export interface LeadershipConfig {
+  /**
+   * How often the leader renews its lease.
+   * @default 30_000 (as the original worker)
+   */
+  renewEvery?: number;
+  /**
+   * How long a lease lasts after it is written. Must be greater than `renewEvery`; the
+   * difference is how long a leader survives renewals that fail (a busy database) before
+   * it steps down.
+   * @default 60_000 (as the original worker)
+   */
+  expiresAfter?: number;
+  /**
+   * How often a follower tries again, and how soon a leader retries a renewal that
+   * failed. A follower that sees a live lease also aims its next attempt just after that
+   * lease's expiry, so a crashed leader is replaced at expiry whatever this value; it
+   * bounds how long a release goes unnoticed. One attempt is one read of a tiny table,
+   * microseconds of work, which makes a second cheap enough to keep as the default.
+   * @default 1_000
+   */
+  retryEvery?: number;
+  /**
+   * Which election: independent elections share one table, one row per slot.
+   * @default 0
+   */
+  slot?: number;
+  /**
+   * Who this candidate is, stored in the lease row. It must be unique among live
+   * candidates of a slot: two candidates with one holder would both lead. Two live
+   * subscriptions of one process with the same database, slot and holder are refused
+   * (`HOLDER_IN_USE`); across processes, that is up to you.
+   * @default a fresh ULID for each subscription
+   */
+  holder?: string;
+  /**
+   * Where all time is read (`scheduler.now()`, Unix milliseconds) and all timers are set.
+   * @default asyncScheduler
+   */
+  scheduler?: SchedulerLike;
+}
+
+/** The configuration with every default applied and every value checked. */
+export interface ResolvedLeadershipConfig {
+  readonly renewEvery: number;
+  readonly expiresAfter: number;
+  readonly retryEvery: number;
+  readonly slot: number;
+  /** `undefined` when each subscription draws its own. */
+  readonly holder: string | undefined;
+  readonly scheduler: SchedulerLike;
+}
+
+/** Longest delay a Node.js timer honours; longer ones fire at once. */
+const MAX_DELAY = 2 ** 31 - 1;
+export const MAX_HOLDER_LENGTH = 256;
+const knownOptions = ['renewEvery', 'expiresAfter', 'retryEvery', 'slot', 'holder', 'scheduler'];
+
+/** Checks `config` once, up front, and throws a `TypeError` or `RangeError` naming the field. */
+export function resolveLeadershipConfig(config: LeadershipConfig = {}): ResolvedLeadershipConfig {
+  expectObject('config', config);
+  const unknown = Object.keys(config).find((key) => !knownOptions.includes(key));
+  if (unknown !== undefined) {
+    throw argumentError(TypeError, 'config', `an object with only ${knownOptions.join(', ')}`, unknown);
+  }
+  const {
+    renewEvery = 30_000,
+    expiresAfter = 60_000,
+    retryEvery = 1_000,
+    slot = 0,
+    holder,
+    scheduler = asyncScheduler,
+  } = config;
+
+  expectInteger('renewEvery', renewEvery, 1, MAX_DELAY);
+  expectInteger('expiresAfter', expiresAfter, 2, MAX_DELAY);
+  expectInteger('retryEvery', retryEvery, 1, MAX_DELAY);
+  if (renewEvery >= expiresAfter) {
+    throw argumentError(RangeError, 'renewEvery', `less than \`expiresAfter\` (${expiresAfter})`, renewEvery);
+  }
+  expectInteger('slot', slot, 0, Number.MAX_SAFE_INTEGER);
+  if (holder !== undefined) expectString('holder', holder, MAX_HOLDER_LENGTH);
+  const clock = expectObject('scheduler', scheduler, 'a SchedulerLike') as Partial<SchedulerLike>;
+  if (typeof clock.now !== 'function' || typeof clock.schedule !== 'function') {
+    throw argumentError(TypeError, 'scheduler', 'a SchedulerLike', scheduler);
+  }
+  return { renewEvery, expiresAfter, retryEvery, slot, holder, scheduler };
+}

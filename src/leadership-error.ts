@@ -1,0 +1,53 @@
+/**
+ * What went wrong, as a stable string a program can switch on.
+ *
+ * - `LEASE_LOST`: a {@link fenced} call found that the lease is no longer held by
+ *   that holder and term, or has expired; nothing was written.
+ * - `DATABASE_BUSY`: another connection held a lock longer than `busy_timeout`
+ *   (`SQLITE_BUSY`, `SQLITE_LOCKED`). Transient.
+ * - `DATABASE_ERROR`: any other SQLite error, such as an I/O error or a full disk.
+ *   Transient: the campaign carries on, and a leader that cannot renew steps down
+ *   at the end of its lease.
+ * - `DATABASE_CLOSED`: the connection was closed. Terminal.
+ * - `DATABASE_READONLY`: the connection or the file cannot be written. Terminal.
+ * - `DATABASE_CORRUPT`: the file is not a database, or is damaged. Terminal.
+ * - `SCHEMA_MISMATCH`: a `worker_leadership` (or `worker_leadership_term`) table
+ *   exists with another shape. Terminal.
+ * - `HOLDER_IN_USE`: another live subscription of this process already campaigns
+ *   with the same database, slot and holder. Terminal.
+ */
+export type LeadershipErrorCode =
+  | 'LEASE_LOST'
+  | 'DATABASE_BUSY'
+  | 'DATABASE_ERROR'
+  | 'DATABASE_CLOSED'
+  | 'DATABASE_READONLY'
+  | 'DATABASE_CORRUPT'
+  | 'SCHEMA_MISMATCH'
+  | 'HOLDER_IN_USE';
+
+const transientCodes: ReadonlySet<LeadershipErrorCode> = new Set(['DATABASE_BUSY', 'DATABASE_ERROR']);
+
+/**
+ * The one error class of this library. `code` says what happened; `cause` keeps the
+ * underlying error (a better-sqlite3 `SqliteError`, for instance) when there is one.
+ *
+ * Transient errors reach subscribers as `error` events and the campaign carries on;
+ * the others end the stream with an error notification.
+ */
+export class LeadershipError extends Error {
+  override readonly name = 'LeadershipError';
+
+  constructor(
+    readonly code: LeadershipErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+
+  /** `true` when the condition can heal by itself, so that campaigning goes on. */
+  get transient(): boolean {
+    return transientCodes.has(this.code);
+  }
+}

@@ -1,0 +1,49 @@
+import { LeadershipError } from './leadership-error';
+
+/** One tenure of one candidate: what {@link fenced} checks before the work runs. */
+export interface Lease {
+  /** The election. */
+  readonly slot: number;
+  /** The candidate. */
+  readonly holder: string;
+  /** The fencing token: strictly greater for every new tenure of the slot. */
+  readonly term: number;
+}
+
+/** This candidate took the slot: a new tenure begins. */
+export interface ElectedEvent extends Lease {
+  readonly type: 'elected';
+  /** Unix ms: the end of the lease just written, and of this candidate's belief that it leads. */
+  readonly expiresAt: number;
+}
+
+/** The leader extended its lease; same tenure, same term. */
+export interface RenewedEvent extends Lease {
+  readonly type: 'renewed';
+  /** Unix ms: the new end of the lease. */
+  readonly expiresAt: number;
+}
+
+/**
+ * Why a tenure ended: `superseded` when the row is no longer this tenure's (another
+ * candidate took it, or it was deleted); `expired` when the lease ran out before a
+ * renewal could be written.
+ */
+export type LostReason = 'superseded' | 'expired';
+
+/** The tenure ended. The candidate goes on campaigning. */
+export interface LostEvent extends Lease {
+  readonly type: 'lost';
+  readonly reason: LostReason;
+}
+
+/** A transient database error; the campaign carries on. */
+export interface LeadershipErrorEvent {
+  readonly type: 'error';
+  readonly slot: number;
+  readonly holder: string;
+  readonly error: LeadershipError;
+}
+
+/** Everything {@link observeLeadership} tells its subscribers. */
+export type LeadershipEvent = ElectedEvent | RenewedEvent | LostEvent | LeadershipErrorEvent;

@@ -1,0 +1,61 @@
+import type { Database } from 'better-sqlite3';
+import { Observable } from 'rxjs';
+import { ulid } from 'ulid';
+import { expectDatabase } from './argument-check';
+import { Campaign } from './campaign/campaign';
+import { enrollCandidate } from './candidate-registry';
+import { LeadershipConfig, resolveLeadershipConfig } from './leadership-config';
+import { LeadershipEvent } from './leadership-event';
+import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
+
+/**
+ * Campaigns for leadership of a slot in a shared SQLite database, and tells everything that
+ * happens as events.
+ *
+ * The Observable is cold: each subscription is one candidate with its own holder, and
+ * nothing touches the database before it subscribes. It tries to acquire at once, then
+ * keeps campaigning on timers: `elected` when it takes the slot, `renewed` at each
+ * renewal, `lost` when its tenure ends (it then campaigns again: the stream never
+ * completes by itself), `error` for transient database errors. Errors that cannot heal
+ * (closed or read-only database, a table of another shape) end the stream with a
+ * `LeadershipError`. Unsubscribing stops the timers and releases the lease at once, so that
+ * another candidate can take the slot without waiting for it to expire.
+ *
+ * Bad config throws here, synchronously, with the field, what was expected and what it got.
+ *
+ * @example
+ * ```ts
+ * import Database from 'better-sqlite3';
+ * import { observeLeadership } from 'observe-leadership';
+ *
+ * const db = new Database('jobs.db', { timeout: 1_000 });
+ * db.pragma('journal_mode = WAL');
+ *
+ * const subscription = observeLeadership(db, { renewEvery: 5_000, expiresAfter: 15_000 })
+ *   .subscribe((event) => console.log(event.type, 'term' in event ? event.term : ''));
+ * process.once('SIGTERM', () => subscription.unsubscribe()); // releases the lease
+ * ```
+ */
+export function observeLeadership(db: Database, config?: LeadershipConfig): Observable<LeadershipEvent> {
+  expectDatabase('db', db);
+  const { slot, holder: fixedHolder, scheduler, ...timing } = resolveLeadershipConfig(config);
+
+  return new Observable<LeadershipEvent>((subscriber) => {
+    const holder = fixedHolder ?? ulid();
+    let withdraw: () => void;
+    try {
+      withdraw = enrollCandidate(db, slot, holder);
+    } catch (error) {
+      subscriber.error(error);
+      return;
+    }
+    const campaign = new Campaign(sqliteLeaseStore(db), slot, holder, timing, subscriber, scheduler);
+    // Added before the first attempt: a subscriber that stops at `elected` (take(1)) stops
+    // the campaign from inside that attempt, and the lease must still be released.
+    subscriber.add(() => {
+      campaign.stop();
+      withdraw();
+    });
+    campaign.start();
+  });
+}

@@ -1,0 +1,146 @@
+import type { Database, Statement, Transaction } from 'better-sqlite3';
+import { LeadershipError } from '../../leadership-error';
+import { Lease } from '../../leadership-event';
+import { AcquireResult, LeaseRecord, LeaseStore } from '../lease-store';
+import { toLeadershipError } from './sqlite-error';
+import { installSqliteSchema } from './sqlite-schema';
+
+/*
+ * A tenure is still ours while the row keeps our holder and the companion table keeps our
+ * term: every takeover, by us or by the original worker's statements, advances the term
+ * (see sqlite-schema.ts). Renew and release both insist on it, so a renewal that lands
+ * after a long pause can only succeed if nobody held the slot in between, and a late
+ * release can never free somebody else's tenure.
+ */
+const ownTenure = `slot = @slot AND holder = @holder
+  AND (SELECT term FROM worker_leadership_term WHERE slot = @slot) = @term`;
+
+const statementText = {
+  read: `SELECT lease.holder AS holder, coalesce(term.term, 0) AS term, lease.expires_at AS expiresAt
+    FROM worker_leadership AS lease LEFT JOIN worker_leadership_term AS term ON term.slot = lease.slot
+    WHERE lease.slot = ?`,
+  // Sets `holder` even when it is ours already, so that the take-over trigger advances the term.
+  take: `INSERT INTO worker_leadership (slot, holder, expires_at) VALUES (@slot, @holder, @expiresAt)
+    ON CONFLICT (slot) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+    WHERE expires_at < @now OR holder = @holder`,
+  renew: `UPDATE worker_leadership SET expires_at = @expiresAt WHERE ${ownTenure}`,
+  release: `DELETE FROM worker_leadership WHERE ${ownTenure}`,
+};
+
+interface TakeParameters {
+  slot: number;
+  holder: string;
+  now: number;
+  expiresAt: number;
+}
+
+interface Statements {
+  read: Statement<[number], LeaseRecord>;
+  renew: Statement<[Lease & { expiresAt: number }]>;
+  release: Statement<[Lease]>;
+  acquire: Transaction<(parameters: TakeParameters) => AcquireResult>;
+  fenced: Transaction<(lease: Lease, now: number, work: () => unknown) => unknown>;
+}
+
+const stores = new WeakMap<Database, SqliteLeaseStore>();
+
+/** The lease store of `db`, made once per connection so that its statements are prepared once. */
+export function sqliteLeaseStore(db: Database): SqliteLeaseStore {
+  let store = stores.get(db);
+  if (!store) stores.set(db, (store = new SqliteLeaseStore(db)));
+  return store;
+}
+
+/**
+ * Leases in a better-sqlite3 database, in the original worker's `worker_leadership` table.
+ * Nothing touches the database before the first operation, which creates what is missing
+ * of the schema and prepares the statements.
+ */
+export class SqliteLeaseStore implements LeaseStore {
+  private statements: Statements | undefined;
+
+  constructor(private readonly db: Database) {}
+
+  acquire(slot: number, holder: string, now: number, expiresAt: number): AcquireResult {
+    return this.guard((statements) => {
+      // Reading first keeps followers off the write lock while a live lease stands.
+      const seen = statements.read.get(slot);
+      if (seen !== undefined && seen.holder !== holder && !(seen.expiresAt < now)) {
+        return { acquired: false, lease: seen };
+      }
+      return statements.acquire.immediate({ slot, holder, now, expiresAt });
+    });
+  }
+
+  renew(lease: Lease, expiresAt: number): boolean {
+    return this.guard((statements) => statements.renew.run({ ...lease, expiresAt }).changes === 1);
+  }
+
+  release(lease: Lease): boolean {
+    return this.guard((statements) => statements.release.run(lease).changes === 1);
+  }
+
+  read(slot: number): LeaseRecord | undefined {
+    return this.guard((statements) => statements.read.get(slot));
+  }
+
+  fenced<T>(lease: Lease, now: number, work: () => T): T {
+    const statements = this.guard((prepared) => prepared);
+    // Errors of the user's work pass through untouched; only the library's own are translated.
+    let inWork = false;
+    const runWork = (): T => {
+      inWork = true;
+      const result = work();
+      if (typeof (result as { then?: unknown } | undefined)?.then === 'function') {
+        throw new TypeError('Expected `work` to return synchronously: it runs inside a SQLite transaction');
+      }
+      inWork = false;
+      return result;
+    };
+    try {
+      return statements.fenced.immediate(lease, now, runWork) as T;
+    } catch (error) {
+      throw inWork ? error : toLeadershipError(error, this.db);
+    }
+  }
+
+  private guard<T>(operation: (statements: Statements) => T): T {
+    try {
+      return operation(this.ready());
+    } catch (error) {
+      throw toLeadershipError(error, this.db);
+    }
+  }
+
+  private ready(): Statements {
+    if (this.statements) return this.statements;
+    if (this.db.readonly) throw new LeadershipError('DATABASE_READONLY', 'The database connection is read-only');
+    installSqliteSchema(this.db);
+    const { db } = this;
+    const read = db.prepare<[number], LeaseRecord>(statementText.read);
+    const take = db.prepare<[TakeParameters]>(statementText.take);
+    this.statements = {
+      read,
+      renew: db.prepare(statementText.renew),
+      release: db.prepare(statementText.release),
+      acquire: db.transaction((parameters: TakeParameters) => {
+        const acquired = take.run(parameters).changes === 1;
+        return { acquired, lease: read.get(parameters.slot) as LeaseRecord };
+      }),
+      // The check and the work share one IMMEDIATE transaction: a takeover needs the write
+      // lock, so it cannot fall between them, however long this process pauses.
+      fenced: db.transaction((held: Lease, now: number, runWork: () => unknown) => {
+        const row = read.get(held.slot);
+        if (row === undefined || row.holder !== held.holder || row.term !== held.term || !(row.expiresAt >= now)) {
+          throw new LeadershipError(
+            'LEASE_LOST',
+            `Slot ${held.slot} is no longer held by ${held.holder} for term ${held.term}` +
+              (row ? ` (now ${row.holder}, term ${row.term}, expires at ${row.expiresAt})` : ' (no lease)'),
+          );
+        }
+        return runWork();
+      }),
+    };
+    return this.statements;
+  }
+}

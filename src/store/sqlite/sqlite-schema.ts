@@ -1,0 +1,113 @@
+import type { Database } from 'better-sqlite3';
+import { LeadershipError } from '../../leadership-error';
+
+/*
+ * The lease table is exactly the original worker's, so that its three statements keep
+ * working on a shared database. The term cannot live in that row: the original worker
+ * releases with DELETE, which would erase it and let terms go back. It lives in a
+ * companion table instead, and two triggers advance it on every statement that starts a
+ * tenure, whoever runs it:
+ * - an INSERT (the original worker's `INSERT OR IGNORE`, or ours into a free slot);
+ * - an UPDATE that sets `holder` (the original worker's takeover, and ours, which sets it
+ *   even when the holder stays the same: re-acquiring an expired row is a new tenure).
+ * A renewal sets only `expires_at` and keeps the term. Triggers fire for every writer's
+ * statements, so tenures taken by the original worker advance the term too.
+ *
+ * The trigger inserts the term row with `WHERE NOT EXISTS` rather than `INSERT OR
+ * IGNORE`: inside a trigger, the conflict policy of the outer statement (our upsert's
+ * ABORT) overrides the trigger's own, and the IGNORE would be lost.
+ */
+const advanceTerm = `
+    INSERT INTO worker_leadership_term (slot, term)
+      SELECT NEW.slot, 0 WHERE NOT EXISTS (SELECT 1 FROM worker_leadership_term WHERE slot = NEW.slot);
+    UPDATE worker_leadership_term SET term = term + 1 WHERE slot = NEW.slot;`;
+
+const schema = `
+  CREATE TABLE IF NOT EXISTS worker_leadership (
+    slot INTEGER PRIMARY KEY,
+    holder TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+  );
+  CREATE TABLE IF NOT EXISTS worker_leadership_term (
+    slot INTEGER PRIMARY KEY,
+    term INTEGER NOT NULL
+  );
+  CREATE TRIGGER IF NOT EXISTS worker_leadership_term_on_insert
+    AFTER INSERT ON worker_leadership
+  BEGIN ${advanceTerm}
+  END;
+  CREATE TRIGGER IF NOT EXISTS worker_leadership_term_on_take
+    AFTER UPDATE OF holder ON worker_leadership
+  BEGIN ${advanceTerm}
+  END;`;
+
+const schemaObjects = [
+  'worker_leadership',
+  'worker_leadership_term',
+  'worker_leadership_term_on_insert',
+  'worker_leadership_term_on_take',
+];
+
+type Affinity = 'INTEGER' | 'TEXT';
+
+const expectedShapes: Record<string, Record<string, Affinity>> = {
+  worker_leadership: { slot: 'INTEGER', holder: 'TEXT', expires_at: 'INTEGER' },
+  worker_leadership_term: { slot: 'INTEGER', term: 'INTEGER' },
+};
+
+interface ColumnInfo {
+  name: string;
+  type: string;
+  notnull: number;
+  dflt_value: unknown;
+  pk: number;
+}
+
+/**
+ * Creates whatever of the schema is missing, then checks that the tables have the shape
+ * the statements rely on. Takes the write lock only when something must be created.
+ */
+export function installSqliteSchema(db: Database): void {
+  const present = db
+    .prepare(`SELECT count(*) FROM sqlite_master WHERE name IN (${schemaObjects.map(() => '?').join(', ')})`)
+    .pluck()
+    .get(...schemaObjects);
+  if (present !== schemaObjects.length) {
+    db.transaction(() => db.exec(schema)).immediate();
+  }
+  for (const [table, columns] of Object.entries(expectedShapes)) checkShape(db, table, columns);
+}
+
+function checkShape(db: Database, table: string, expected: Record<string, Affinity>): void {
+  const columns = db.pragma(`table_info(${table})`) as ColumnInfo[];
+  const problems: string[] = [];
+  for (const [name, affinity] of Object.entries(expected)) {
+    const column = columns.find((c) => c.name === name);
+    if (!column) problems.push(`no column ${name}`);
+    else if (affinityOf(column.type) !== affinity) problems.push(`${name} is ${column.type || 'untyped'}, not ${affinity}`);
+  }
+  const keys = columns.filter((c) => c.pk > 0).map((c) => c.name);
+  if (keys.join() !== 'slot') problems.push(`the primary key is (${keys.join(', ')}), not (slot)`);
+  for (const column of columns) {
+    if (!(column.name in expected) && column.notnull && column.dflt_value === null) {
+      problems.push(`extra column ${column.name} is NOT NULL without a default`);
+    }
+  }
+  if (problems.length > 0) {
+    throw new LeadershipError(
+      'SCHEMA_MISMATCH',
+      `Table ${table} has another shape than this library expects (${problems.join('; ')}); ` +
+        `expected (${Object.entries(expected)
+          .map(([name, affinity]) => `${name} ${affinity}`)
+          .join(', ')}) with slot as the primary key`,
+    );
+  }
+}
+
+/** SQLite's own rules for the affinity of a declared type, reduced to the two we use. */
+function affinityOf(declaredType: string): Affinity | 'OTHER' {
+  const type = declaredType.toUpperCase();
+  if (type.includes('INT')) return 'INTEGER';
+  if (type.includes('CHAR') || type.includes('CLOB') || type.includes('TEXT')) return 'TEXT';
+  return 'OTHER';
+}
