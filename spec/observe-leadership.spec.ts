@@ -1,0 +1,241 @@
+import Database from 'better-sqlite3';
+import { take } from 'rxjs';
+import { LeadershipEvent, observeLeadership } from '../src';
+import { pausableClock, virtualTime } from './support/virtual-time';
+import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
+
+const timing = { renewEvery: 10, expiresAfter: 30, retryEvery: 4 };
+
+const elected = (holder: string, term: number, expiresAt: number): LeadershipEvent =>
+  ({ type: 'elected', slot: 0, holder, term, expiresAt });
+const renewed = (holder: string, term: number, expiresAt: number): LeadershipEvent =>
+  ({ type: 'renewed', slot: 0, holder, term, expiresAt });
+const lost = (holder: string, term: number, reason: string): LeadershipEvent =>
+  ({ type: 'lost', slot: 0, holder, term, reason }) as LeadershipEvent;
+const busy = (holder: string): LeadershipEvent =>
+  ({ type: 'error', slot: 0, holder, error: expect.objectContaining({ code: 'DATABASE_BUSY' }) });
+const failedWith = (code: string) => expect.objectContaining({ name: 'LeadershipError', code });
+
+describe('observeLeadership', () => {
+  let db: Database.Database;
+  const rows = () => db.prepare('SELECT slot, holder, expires_at FROM worker_leadership').all();
+
+  beforeEach(() => {
+    db = new Database(':memory:');
+  });
+  afterEach(() => db.open && db.close());
+
+  it('is cold: nothing touches the database before subscribe', () => {
+    observeLeadership(db, timing);
+    expect(db.prepare("SELECT name FROM sqlite_master").all()).toEqual([]);
+  });
+
+  it('elects a lone candidate at once and renews every renewEvery, each lease ending expiresAfter later', () => {
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      const events = observeLeadership(db, { ...timing, holder: 'a', scheduler });
+      expectObservable(events, '^ 25ms !').toBe('a 9ms b 9ms c', {
+        a: elected('a', 1, 30),
+        b: renewed('a', 1, 40),
+        c: renewed('a', 1, 50),
+      });
+    });
+  });
+
+  it('releases on unsubscribe, so that a follower takes over at its next attempt, with a greater term', () => {
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      const a = observeLeadership(db, { ...timing, holder: 'a', scheduler });
+      const b = observeLeadership(db, { ...timing, holder: 'b', scheduler });
+      expectObservable(a, '^ 14ms !').toBe('a 9ms b', { a: elected('a', 1, 30), b: renewed('a', 1, 40) });
+      expectObservable(b, '^ 39ms !').toBe('16ms a 9ms b 9ms c', {
+        a: elected('b', 2, 46),
+        b: renewed('b', 2, 56),
+        c: renewed('b', 2, 66),
+      });
+    });
+    expect(rows()).toEqual([]);
+  });
+
+  it('generates a fresh holder for each subscription', () => {
+    const holders = [1, 2].map(() => {
+      let holder = '';
+      observeLeadership(db, timing)
+        .pipe(take(1))
+        .subscribe((event) => (holder = event.holder));
+      return holder;
+    });
+    expect(holders[0]).toMatch(/^[0-9A-HJKMNP-TV-Z]{26}$/);
+    expect(holders[1]).toMatch(/^[0-9A-HJKMNP-TV-Z]{26}$/);
+    expect(holders[0]).not.toBe(holders[1]);
+  });
+
+  it('releases when downstream completes: take(1) after elected leaves the slot free', () => {
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      expectObservable(observeLeadership(db, { ...timing, holder: 'a', scheduler }).pipe(take(1))).toBe('(a|)', {
+        a: elected('a', 1, 30),
+      });
+    });
+    expect(rows()).toEqual([]);
+  });
+
+  it('loses as superseded when the row is taken from it, then campaigns again and is re-elected with a greater term', () => {
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      // At 12, another worker's statement takes the row (the original worker's take-over
+      // UPDATE sets holder, so its trigger advances the term to 2); its lease ends at 50.
+      scheduler.schedule(() => db.prepare("UPDATE worker_leadership SET holder = 'seed', expires_at = 50").run(), 12);
+      const events = observeLeadership(db, { ...timing, holder: 'a', scheduler });
+      // It then aims at 51, the first millisecond at which `expires_at < now` holds.
+      expectObservable(events, '^ 54ms !').toBe('a 9ms b 9ms c 30ms d', {
+        a: elected('a', 1, 30),
+        b: renewed('a', 1, 40),
+        c: lost('a', 1, 'superseded'),
+        d: elected('a', 3, 81),
+      });
+    });
+  });
+
+  it('renews after a pause longer than its lease when nobody took the slot meanwhile: the renewal proves it', () => {
+    const scheduler = virtualTime();
+    const clock = pausableClock(scheduler);
+    scheduler.run(({ expectObservable }) => {
+      scheduler.schedule(() => clock.pause(100), 15);
+      const events = observeLeadership(db, { ...timing, holder: 'a', scheduler: clock });
+      expectObservable(events, '^ 21ms !').toBe('a 9ms b 9ms c', {
+        a: elected('a', 1, 30),
+        b: renewed('a', 1, 40),
+        c: renewed('a', 1, 150),
+      });
+    });
+  });
+
+  it('loses after a pause longer than its lease when somebody took the slot meanwhile', () => {
+    const scheduler = virtualTime();
+    const clock = pausableClock(scheduler);
+    scheduler.run(({ expectObservable }) => {
+      scheduler.schedule(() => {
+        clock.pause(100);
+        db.prepare("UPDATE worker_leadership SET holder = 'b', expires_at = 145").run();
+      }, 15);
+      const events = observeLeadership(db, { ...timing, holder: 'a', scheduler: clock });
+      expectObservable(events, '^ 20ms !').toBe('a 9ms b 9ms c', {
+        a: elected('a', 1, 30),
+        b: renewed('a', 1, 40),
+        c: lost('a', 1, 'superseded'),
+      });
+    });
+  });
+
+  it('loses after a pause even when the row shows its holder again: the term tells tenures apart', () => {
+    const scheduler = virtualTime();
+    const clock = pausableClock(scheduler);
+    scheduler.run(({ expectObservable }) => {
+      scheduler.schedule(() => {
+        clock.pause(100);
+        // During the pause, b took the expired slot, then a process with the same holder
+        // name took it back: the row reads as before, but two tenures began since.
+        db.prepare("UPDATE worker_leadership SET holder = 'b', expires_at = 145").run();
+        db.prepare("UPDATE worker_leadership SET holder = 'a', expires_at = 145").run();
+      }, 15);
+      const events = observeLeadership(db, { ...timing, holder: 'a', scheduler: clock });
+      // The lost tenure ends first; then, holding its own name, it takes the row at once as a
+      // new tenure (term 4): why two live candidates must never share a holder.
+      expectObservable(events, '^ 21ms !').toBe('a 9ms b 9ms (cd)', {
+        a: elected('a', 1, 30),
+        b: renewed('a', 1, 40),
+        c: lost('a', 1, 'superseded'),
+        d: elected('a', 4, 150),
+      });
+    });
+  });
+
+  it('refuses a second live subscription with the same holder, and accepts it once the first has ended', () => {
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      const a = observeLeadership(db, { ...timing, holder: 'a', scheduler });
+      expectObservable(a, '^ 4ms !').toBe('a', { a: elected('a', 1, 30) });
+      expectObservable(a, '^ 4ms !').toBe('#', undefined, failedWith('HOLDER_IN_USE'));
+      expectObservable(a, '5ms ^ 4ms !').toBe('5ms a', { a: elected('a', 2, 35) });
+    });
+  });
+
+  it('ends with DATABASE_CLOSED when the database is closed before subscribe', () => {
+    db.close();
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      expectObservable(observeLeadership(db, { ...timing, scheduler })).toBe('#', undefined, failedWith('DATABASE_CLOSED'));
+    });
+  });
+
+  it('ends with DATABASE_CLOSED when the database is closed while leading, and tears down without throwing', () => {
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      scheduler.schedule(() => db.close(), 5);
+      expectObservable(observeLeadership(db, { ...timing, holder: 'a', scheduler })).toBe(
+        'a 9ms #',
+        { a: elected('a', 1, 30) },
+        failedWith('DATABASE_CLOSED'),
+      );
+    });
+  });
+
+  it('tears down without throwing when the database was closed under a subscription', () => {
+    const subscription = observeLeadership(db, timing).subscribe();
+    db.close();
+    expect(() => subscription.unsubscribe()).not.toThrow();
+  });
+
+  it('ends with SCHEMA_MISMATCH when worker_leadership has another shape', () => {
+    db.exec('CREATE TABLE worker_leadership (slot TEXT PRIMARY KEY, owner TEXT)');
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      expectObservable(observeLeadership(db, { ...timing, scheduler })).toBe('#', undefined, failedWith('SCHEMA_MISMATCH'));
+    });
+  });
+
+  it('works on a table the original worker created and holds, taking it once its lease expires', () => {
+    db.exec('CREATE TABLE worker_leadership (slot INTEGER PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL)');
+    db.exec("INSERT INTO worker_leadership VALUES (0, 'rust-worker', 6)");
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      expectObservable(observeLeadership(db, { ...timing, holder: 'a', scheduler }), '^ 9ms !').toBe('7ms a', {
+        a: elected('a', 1, 37),
+      });
+    });
+  });
+});
+
+describe('observeLeadership on a database file', () => {
+  let file: TemporaryDatabase;
+  beforeEach(() => (file = temporaryDatabase()));
+  afterEach(() => file.remove());
+
+  it('emits error events while renewals fail, loses as expired at the expiry it last wrote, then is re-elected', () => {
+    const db = file.open({ timeout: 0 });
+    const other = file.open({ timeout: 0 });
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      // Another connection holds the write lock from 5 to 32: every write of ours is busy.
+      scheduler.schedule(() => other.exec('BEGIN IMMEDIATE'), 5);
+      scheduler.schedule(() => other.exec('COMMIT'), 32);
+      const events = observeLeadership(db, { ...timing, holder: 'a', scheduler });
+      expectObservable(events, '^ 36ms !').toBe('a 9ms e 3ms e 3ms e 3ms e 3ms e 3ms (le) b', {
+        a: elected('a', 1, 30),
+        e: busy('a'),
+        l: lost('a', 1, 'expired'),
+        b: elected('a', 2, 64),
+      });
+    });
+  });
+
+  it('ends with DATABASE_READONLY on a read-only connection', () => {
+    file.open().close();
+    const db = file.open({ readonly: true });
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      expectObservable(observeLeadership(db, { ...timing, scheduler })).toBe('#', undefined, failedWith('DATABASE_READONLY'));
+    });
+  });
+});

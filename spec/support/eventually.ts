@@ -1,0 +1,18 @@
+/**
+ * Waits until `probe` returns something other than `undefined`, `false` or `null`, and
+ * returns it. A condition, never a sleep: the limit is generous and only fails a test whose
+ * condition never came.
+ */
+export async function eventually<T>(
+  description: string,
+  probe: () => T | undefined | false | null,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined && value !== false && value !== null) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${description}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
