@@ -8,6 +8,7 @@
 'use strict';
 const Database = require('better-sqlite3');
 const { ulid } = require('ulid');
+const { seedStatements } = require('./seed-statements');
 
 const { file, renewEvery, expiresAfter, retryEvery } = JSON.parse(process.argv[2]);
 const db = new Database(file, { timeout: 100 });
@@ -16,30 +17,20 @@ db.exec(`CREATE TABLE IF NOT EXISTS worker_leadership (
   slot INTEGER PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL)`);
 
 const holder = ulid();
-const insert = db.prepare('INSERT OR IGNORE INTO worker_leadership (slot, holder, expires_at) VALUES (0, ?, ?)');
-const take = db.prepare(`UPDATE worker_leadership
-             SET holder = ?, expires_at = ?
-             WHERE slot = 0 AND (expires_at < ? OR holder = ?)`);
-const renew = db.prepare('UPDATE worker_leadership SET expires_at = ? WHERE slot = 0 AND holder = ?');
-const release = db.prepare('DELETE FROM worker_leadership WHERE holder = ?');
+const seed = seedStatements(db, holder, expiresAfter);
 
 const report = (record) => process.stdout.write(`${JSON.stringify({ at: Date.now(), pid: process.pid, holder, ...record })}\n`);
 
-function tryAcquire() {
-  const now = Date.now();
-  const expires = now + expiresAfter;
-  if (insert.run(holder, expires).changes === 1) return expires;
-  return take.run(holder, expires, now, holder).changes === 1 ? expires : undefined;
-}
-
 function follow() {
-  let expiresAt;
+  const now = Date.now();
+  let acquired = false;
   try {
-    expiresAt = tryAcquire();
+    acquired = seed.tryAcquire(now);
   } catch (error) {
     report({ type: 'error', code: error.code });
   }
-  if (expiresAt === undefined) return setTimeout(follow, retryEvery);
+  if (!acquired) return setTimeout(follow, retryEvery);
+  const expiresAt = now + expiresAfter;
   report({ type: 'elected', expiresAt });
   setTimeout(lead, renewEvery);
 }
@@ -49,7 +40,7 @@ function lead() {
   const expiresAt = now + expiresAfter;
   let renewed = false;
   try {
-    renewed = renew.run(expiresAt, holder).changes === 1;
+    renewed = seed.renew(now);
   } catch (error) {
     report({ type: 'error', code: error.code });
   }
@@ -62,7 +53,7 @@ function lead() {
 }
 
 process.once('SIGTERM', () => {
-  release.run(holder);
+  seed.release();
   report({ type: 'unsubscribed' });
   process.exit(0);
 });

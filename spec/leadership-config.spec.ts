@@ -1,0 +1,57 @@
+import Database from 'better-sqlite3';
+import { observeLeadership } from '../src';
+
+describe('observeLeadership config', () => {
+  const db = new Database(':memory:');
+  afterAll(() => db.close());
+  const attempt = (config: unknown) => () => observeLeadership(db, config as never);
+
+  it.each([
+    ['renewEvery', 0, RangeError, 'Expected `renewEvery` to be an integer from 1 to 2147483647, got `0` (number)'],
+    ['renewEvery', -1, RangeError, 'got `-1` (number)'],
+    ['renewEvery', NaN, RangeError, 'got `NaN` (number)'],
+    ['renewEvery', Infinity, RangeError, 'got `Infinity` (number)'],
+    ['renewEvery', 1.5, RangeError, 'got `1.5` (number)'],
+    ['renewEvery', '30s', TypeError, 'Expected `renewEvery` to be an integer from 1 to 2147483647, got `"30s"` (string)'],
+    ['expiresAfter', 2 ** 31, RangeError, 'Expected `expiresAfter` to be an integer from 2 to 2147483647, got `2147483648`'],
+    ['expiresAfter', null, TypeError, 'got `null` (null)'],
+    ['retryEvery', 0, RangeError, 'Expected `retryEvery` to be an integer from 1 to 2147483647, got `0` (number)'],
+    ['slot', -1, RangeError, 'Expected `slot` to be an integer from 0 to 9007199254740991, got `-1` (number)'],
+    ['slot', 0.5, RangeError, 'got `0.5` (number)'],
+    ['slot', '0', TypeError, 'got `"0"` (string)'],
+    ['holder', '', RangeError, 'Expected `holder` to be a non-empty string of at most 256 characters, got `""` (string)'],
+    ['holder', 'h'.repeat(257), RangeError, `got \`"${'h'.repeat(40)}…"\` (string)`],
+    ['holder', 42, TypeError, 'got `42` (number)'],
+    ['scheduler', {}, TypeError, 'Expected `scheduler` to be a SchedulerLike, got `Object` (object)'],
+  ])('refuses %s = %p with a %p that says what it expected', (field, value, kind, message) => {
+    expect(attempt({ [field]: value })).toThrow(kind);
+    expect(attempt({ [field]: value })).toThrow(message);
+  });
+
+  it('refuses renewEvery that is not less than expiresAfter', () => {
+    expect(attempt({ renewEvery: 60_000 })).toThrow(
+      new RangeError('Expected `renewEvery` to be less than `expiresAfter` (60000), got `60000` (number)'),
+    );
+    expect(attempt({ renewEvery: 500, expiresAfter: 400 })).toThrow(RangeError);
+  });
+
+  it('refuses unknown options, so that a misspelt one is not silently ignored', () => {
+    expect(attempt({ renewEveryMs: 100 })).toThrow(
+      new TypeError(
+        'Expected `config` to be an object with only renewEvery, expiresAfter, retryEvery, slot, holder, scheduler, got `"renewEveryMs"` (string)',
+      ),
+    );
+  });
+
+  it('refuses a config that is not an object, and a db that is not a better-sqlite3 Database', () => {
+    expect(attempt(null)).toThrow(new TypeError('Expected `config` to be an object, got `null` (null)'));
+    expect(() => observeLeadership({} as never)).toThrow(
+      new TypeError('Expected `db` to be a better-sqlite3 Database, got `Object` (object)'),
+    );
+  });
+
+  it('accepts no config at all, and the smallest valid durations', () => {
+    expect(attempt(undefined)).not.toThrow();
+    expect(attempt({ renewEvery: 1, expiresAfter: 2, retryEvery: 1, slot: 0, holder: 'h' })).not.toThrow();
+  });
+});

@@ -1,0 +1,192 @@
+import Database from 'better-sqlite3';
+import { SqliteLeaseStore, sqliteLeaseStore } from '../../../src/store/sqlite/sqlite-lease-store';
+import { seedStatements } from '../../support/processes/seed-statements';
+
+const lease = (holder: string, term: number, slot = 0) => ({ slot, holder, term });
+
+describe('SqliteLeaseStore', () => {
+  let db: Database.Database;
+  let store: SqliteLeaseStore;
+  const row = (slot = 0) => db.prepare('SELECT holder, expires_at FROM worker_leadership WHERE slot = ?').get(slot);
+
+  beforeEach(() => {
+    db = new Database(':memory:');
+    store = sqliteLeaseStore(db);
+  });
+  afterEach(() => db.close());
+
+  it('creates the original worker table with exactly its columns, and a companion table for terms', () => {
+    store.read(0);
+    expect(db.pragma('table_info(worker_leadership)')).toEqual([
+      expect.objectContaining({ name: 'slot', type: 'INTEGER', pk: 1 }),
+      expect.objectContaining({ name: 'holder', type: 'TEXT', notnull: 1 }),
+      expect.objectContaining({ name: 'expires_at', type: 'INTEGER', notnull: 1 }),
+    ]);
+    expect(db.pragma('table_info(worker_leadership_term)')).toEqual([
+      expect.objectContaining({ name: 'slot', pk: 1 }),
+      expect.objectContaining({ name: 'term' }),
+    ]);
+  });
+
+  it('is one store per connection, so that statements are prepared once', () => {
+    expect(sqliteLeaseStore(db)).toBe(store);
+  });
+
+  describe('acquire', () => {
+    it('takes a free slot, and answers with the lease it wrote', () => {
+      expect(store.acquire(0, 'a', 1_000, 1_300)).toEqual({
+        acquired: true,
+        lease: { holder: 'a', term: 1, expiresAt: 1_300 },
+      });
+      expect(row()).toEqual({ holder: 'a', expires_at: 1_300 });
+    });
+
+    it('does not take a live lease, and answers with it', () => {
+      store.acquire(0, 'a', 1_000, 1_300);
+      expect(store.acquire(0, 'b', 1_100, 1_400)).toEqual({
+        acquired: false,
+        lease: { holder: 'a', term: 1, expiresAt: 1_300 },
+      });
+    });
+
+    it('treats the expiry millisecond as live and the next one as expired (expires_at < now, as the original)', () => {
+      store.acquire(0, 'a', 1_000, 1_300);
+      expect(store.acquire(0, 'b', 1_300, 1_600).acquired).toBe(false);
+      expect(store.acquire(0, 'b', 1_301, 1_601)).toEqual({
+        acquired: true,
+        lease: { holder: 'b', term: 2, expiresAt: 1_601 },
+      });
+    });
+
+    it('takes its own live lease back as a new tenure with a greater term', () => {
+      store.acquire(0, 'a', 1_000, 1_300);
+      expect(store.acquire(0, 'a', 1_100, 1_400).lease.term).toBe(2);
+    });
+
+    it('keeps slots independent', () => {
+      expect(store.acquire(0, 'a', 1_000, 1_300).acquired).toBe(true);
+      expect(store.acquire(1, 'b', 1_000, 1_300)).toEqual({
+        acquired: true,
+        lease: { holder: 'b', term: 1, expiresAt: 1_300 },
+      });
+    });
+  });
+
+  describe('renew', () => {
+    it('extends its own tenure and keeps the term', () => {
+      store.acquire(0, 'a', 1_000, 1_300);
+      expect(store.renew(lease('a', 1), 1_500)).toBe(true);
+      expect(store.read(0)).toEqual({ holder: 'a', term: 1, expiresAt: 1_500 });
+    });
+
+    it('extends an expired tenure that nobody took: continuity is proven by holder and term', () => {
+      store.acquire(0, 'a', 1_000, 1_300);
+      expect(store.renew(lease('a', 1), 9_000)).toBe(true);
+    });
+
+    it('fails once another holder took the slot, or the row was deleted', () => {
+      store.acquire(0, 'a', 1_000, 1_300);
+      store.acquire(0, 'b', 1_301, 1_601);
+      expect(store.renew(lease('a', 1), 1_700)).toBe(false);
+      db.exec('DELETE FROM worker_leadership');
+      expect(store.renew(lease('b', 2), 1_700)).toBe(false);
+    });
+
+    it('fails for an older tenure of the same holder', () => {
+      store.acquire(0, 'a', 1_000, 1_300);
+      store.acquire(0, 'a', 1_400, 1_700);
+      expect(store.renew(lease('a', 1), 1_800)).toBe(false);
+      expect(row()).toEqual({ holder: 'a', expires_at: 1_700 });
+    });
+  });
+
+  describe('terms', () => {
+    it('never go back across releases: the term outlives the row', () => {
+      const terms = [];
+      for (const holder of ['a', 'b', 'a']) {
+        const { lease: taken } = store.acquire(0, holder, 1_000, 1_300);
+        terms.push(taken.term);
+        store.release(lease(holder, taken.term));
+      }
+      expect(terms).toEqual([1, 2, 3]);
+    });
+
+    it("advance for tenures taken with the original worker's statements, and not for its renewals", () => {
+      store.read(0);
+      const seed = seedStatements(db, 'rust', 300);
+      seed.tryAcquire(1_000); // INSERT OR IGNORE into the free slot
+      expect(store.read(0)).toEqual({ holder: 'rust', term: 1, expiresAt: 1_300 });
+      seed.renew(1_100);
+      expect(store.read(0)?.term).toBe(1);
+      store.acquire(0, 'a', 1_401, 1_701);
+      seed.tryAcquire(1_702); // the take-over UPDATE
+      expect(store.read(0)).toEqual({ holder: 'rust', term: 3, expiresAt: 2_002 });
+      seed.release(); // DELETE
+      expect(store.acquire(0, 'a', 1_800, 2_100).lease.term).toBe(4);
+    });
+  });
+
+  describe("the original worker's test scenarios, on this store", () => {
+    it('three candidates, one leader', () => {
+      const won = ['a', 'b', 'c'].filter((holder) => store.acquire(0, holder, 1_000, 1_300).acquired);
+      expect(won).toEqual(['a']);
+    });
+
+    it('a leader that stops renewing expires, and a new one acquires', () => {
+      store.acquire(0, 'a', 1_000, 1_300);
+      expect(store.acquire(0, 'b', 1_200, 1_500).acquired).toBe(false);
+      expect(store.acquire(0, 'b', 1_301, 1_601).acquired).toBe(true);
+    });
+
+    it('release removes its own row', () => {
+      store.acquire(0, 'a', 1_000, 1_300);
+      expect(store.release(lease('a', 1))).toBe(true);
+      expect(row()).toBeUndefined();
+    });
+
+    it('release twice is fine', () => {
+      store.acquire(0, 'a', 1_000, 1_300);
+      store.release(lease('a', 1));
+      expect(store.release(lease('a', 1))).toBe(false);
+    });
+
+    it("a late release by a superseded holder leaves the new holder's lease alone", () => {
+      store.acquire(0, 'a', 1_000, 1_300);
+      store.acquire(0, 'b', 1_301, 1_601);
+      expect(store.release(lease('a', 1))).toBe(false);
+      expect(row()).toEqual({ holder: 'b', expires_at: 1_601 });
+    });
+
+    it('release without acquire changes nothing', () => {
+      store.acquire(0, 'a', 1_000, 1_300);
+      expect(store.release(lease('b', 1))).toBe(false);
+      expect(row()).toEqual({ holder: 'a', expires_at: 1_300 });
+    });
+
+    it('release touches only its own slot, where the original forgot the slot', () => {
+      store.acquire(0, 'a', 1_000, 1_300);
+      store.acquire(1, 'a', 1_000, 1_300);
+      store.release(lease('a', 1, 1));
+      expect(row(0)).toEqual({ holder: 'a', expires_at: 1_300 });
+      expect(row(1)).toBeUndefined();
+    });
+  });
+
+  describe('with the original worker on the same database', () => {
+    it('neither takes a live lease of the other', () => {
+      store.read(0);
+      const seed = seedStatements(db, 'rust', 300);
+      expect(store.acquire(0, 'a', 1_000, 1_300).acquired).toBe(true);
+      expect(seed.tryAcquire(1_300)).toBe(false);
+      expect(seed.tryAcquire(1_301)).toBe(true);
+      expect(store.acquire(0, 'a', 1_601, 1_901).acquired).toBe(false);
+      expect(store.renew(lease('a', 1), 1_700)).toBe(false);
+    });
+
+    it('lets the original worker acquire right after our release', () => {
+      store.acquire(0, 'a', 1_000, 1_300);
+      store.release(lease('a', 1));
+      expect(seedStatements(db, 'rust', 300).tryAcquire(1_001)).toBe(true);
+    });
+  });
+});
