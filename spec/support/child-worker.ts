@@ -56,8 +56,13 @@ export class ChildWorker {
     return this.records.filter((record) => record.type === type).at(-1);
   }
 
-  /** Whether, by its own reports, it leads now: its last elected is not followed by a lost. */
+  get alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** Whether, by its own reports, it leads now: alive, and its last elected not followed by a lost. */
   get leading(): boolean {
+    if (!this.alive) return false;
     const state = this.records.filter((r) => ['elected', 'lost', 'unsubscribed', 'terminated'].includes(r.type)).at(-1);
     return state?.type === 'elected';
   }
@@ -82,7 +87,7 @@ export class ChildWorker {
 
   /** Ends the process (if still running) and waits for it. */
   async stop(): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+    if (this.alive) this.child.kill('SIGKILL');
     await this.exited;
   }
 

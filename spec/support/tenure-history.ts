@@ -1,5 +1,7 @@
 import { WorkerRecord } from './child-worker';
 
+const endsBelief = ['lost', 'unsubscribed', 'terminated'];
+
 /** A stretch of time during which one holder believed it led, by its own reports. */
 export interface BeliefSegment {
   holder: string;
@@ -10,7 +12,8 @@ export interface BeliefSegment {
 
 /**
  * Each write that a worker reported (`elected`, `renewed`) makes it believe it leads from
- * that report to the expiry it wrote, or to its next `lost` if that comes first. A report
+ * that report to the expiry it wrote, or until it reports that it stopped (`lost`, or
+ * `unsubscribed`, which releases) if that comes first. A report
  * comes after its write, and another holder can write only once `expires_at < now`, so on
  * one machine's clock two holders' segments must never overlap.
  */
@@ -20,12 +23,12 @@ export function beliefSegments(records: WorkerRecord[]): BeliefSegment[] {
   records.forEach((record, index) => {
     if (record.holder) holder = record.holder;
     if (record.type !== 'elected' && record.type !== 'renewed') return;
-    const lost = records.slice(index + 1).find((later) => later.type === 'lost');
+    const stop = records.slice(index + 1).find((later) => endsBelief.includes(later.type));
     segments.push({
       holder,
       term: record.term,
       start: record.at,
-      end: Math.min(record.expiresAt!, lost?.at ?? Infinity),
+      end: Math.min(record.expiresAt!, stop?.at ?? Infinity),
     });
   });
   return segments;
