@@ -1,0 +1,41 @@
+// A worker that prints its leadership events. Run it in two terminals on the same file:
+//   npm run example -- /tmp/leader.db
+// One is elected and renews; stop it with Ctrl-C and the other takes over at once.
+'use strict';
+const Database = require('better-sqlite3');
+const { observeLeadership } = require('observe-leadership');
+
+const file = process.argv[2] ?? 'leader.db';
+const db = new Database(file, { timeout: 1_000 });
+db.pragma('journal_mode = WAL');
+db.pragma('synchronous = NORMAL');
+
+const time = (ms) => new Date(ms).toISOString().slice(11, 23);
+const describe = (event) => {
+  switch (event.type) {
+    case 'elected':
+    case 'renewed':
+      return `${event.type.padEnd(8)} term ${event.term}, lease until ${time(event.expiresAt)}`;
+    case 'lost':
+      return `lost     term ${event.term} (${event.reason})`;
+    case 'error':
+      return `error    ${event.error.code}: ${event.error.message}`;
+  }
+};
+
+console.log(`${time(Date.now())}  campaigning on ${file} (pid ${process.pid}); Ctrl-C to stop`);
+const subscription = observeLeadership(db, { renewEvery: 1_000, expiresAfter: 3_000 }).subscribe({
+  next: (event) => console.log(`${time(Date.now())}  ${describe(event)}`),
+  error: (error) => {
+    console.error(`stopped: ${error.code}: ${error.message}`);
+    process.exitCode = 1;
+  },
+});
+
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    subscription.unsubscribe(); // stops the timers and releases the lease if it leads
+    db.close();
+    console.log(`${time(Date.now())}  stopped, lease released`);
+  });
+}
