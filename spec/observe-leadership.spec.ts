@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { take } from 'rxjs';
+import { map, take } from 'rxjs';
 import { LeadershipEvent, observeLeadership } from '../src';
 import { pausableClock, virtualTime } from './support/virtual-time';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
@@ -80,6 +80,21 @@ describe('observeLeadership', () => {
     expect(rows()).toEqual([]);
   });
 
+  it('stops and releases when a downstream operator fails on an event, and goes on with nothing', () => {
+    const scheduler = virtualTime();
+    const failure = new Error('boom');
+    scheduler.run(({ expectObservable }) => {
+      const events = observeLeadership(db, { ...timing, holder: 'a', scheduler }).pipe(
+        map((event) => {
+          if (event.type === 'renewed') throw failure;
+          return event.type;
+        }),
+      );
+      expectObservable(events).toBe('a 9ms #', { a: 'elected' }, failure);
+    });
+    expect(rows()).toEqual([]);
+  });
+
   it('loses as superseded when the row is taken from it, then campaigns again and is re-elected with a greater term', () => {
     const scheduler = virtualTime();
     scheduler.run(({ expectObservable }) => {
@@ -97,54 +112,41 @@ describe('observeLeadership', () => {
     });
   });
 
-  it('renews after a pause longer than its lease when nobody took the slot meanwhile: the renewal proves it', () => {
-    const scheduler = virtualTime();
-    const clock = pausableClock(scheduler);
-    scheduler.run(({ expectObservable }) => {
-      scheduler.schedule(() => clock.pause(100), 15);
-      const events = observeLeadership(db, { ...timing, holder: 'a', scheduler: clock });
-      expectObservable(events, '^ 21ms !').toBe('a 9ms b 9ms c', {
-        a: elected('a', 1, 30),
-        b: renewed('a', 1, 40),
-        c: renewed('a', 1, 150),
+  describe('after a pause longer than its lease (at 15 the clock jumps 100 ms, as a resumed process sees it)', () => {
+    const resume = (duringPause: () => void, unsubscription: string, marble: string, values: Record<string, LeadershipEvent>) => {
+      const scheduler = virtualTime();
+      const clock = pausableClock(scheduler);
+      scheduler.run(({ expectObservable }) => {
+        scheduler.schedule(() => {
+          clock.pause(100);
+          duringPause();
+        }, 15);
+        const events = observeLeadership(db, { ...timing, holder: 'a', scheduler: clock });
+        expectObservable(events, unsubscription).toBe(marble, values);
       });
-    });
-  });
+    };
+    const beforePause = { a: elected('a', 1, 30), b: renewed('a', 1, 40) };
 
-  it('loses after a pause longer than its lease when somebody took the slot meanwhile', () => {
-    const scheduler = virtualTime();
-    const clock = pausableClock(scheduler);
-    scheduler.run(({ expectObservable }) => {
-      scheduler.schedule(() => {
-        clock.pause(100);
-        db.prepare("UPDATE worker_leadership SET holder = 'b', expires_at = 145").run();
-      }, 15);
-      const events = observeLeadership(db, { ...timing, holder: 'a', scheduler: clock });
-      expectObservable(events, '^ 20ms !').toBe('a 9ms b 9ms c', {
-        a: elected('a', 1, 30),
-        b: renewed('a', 1, 40),
-        c: lost('a', 1, 'superseded'),
-      });
+    it('renews when nobody took the slot meanwhile: the renewal proves it', () => {
+      resume(() => {}, '^ 21ms !', 'a 9ms b 9ms c', { ...beforePause, c: renewed('a', 1, 150) });
     });
-  });
 
-  it('loses after a pause even when the row shows its holder again: the term tells tenures apart', () => {
-    const scheduler = virtualTime();
-    const clock = pausableClock(scheduler);
-    scheduler.run(({ expectObservable }) => {
-      scheduler.schedule(() => {
-        clock.pause(100);
-        // During the pause, b took the expired slot, then a process with the same holder
-        // name took it back: the row reads as before, but two tenures began since.
+    it('loses as superseded when somebody took the slot meanwhile', () => {
+      const takeOver = () => db.prepare("UPDATE worker_leadership SET holder = 'b', expires_at = 145").run();
+      resume(takeOver, '^ 20ms !', 'a 9ms b 9ms c', { ...beforePause, c: lost('a', 1, 'superseded') });
+    });
+
+    it('loses even when the row shows its holder again: the term tells tenures apart', () => {
+      // b took the expired slot, then a process with the same holder name took it back: the
+      // row reads as before, but two tenures began since.
+      const takeOverTwice = () => {
         db.prepare("UPDATE worker_leadership SET holder = 'b', expires_at = 145").run();
         db.prepare("UPDATE worker_leadership SET holder = 'a', expires_at = 145").run();
-      }, 15);
-      const events = observeLeadership(db, { ...timing, holder: 'a', scheduler: clock });
-      // The lost tenure ends first; then, holding its own name, it takes the row at once as a
-      // new tenure (term 4): why two live candidates must never share a holder.
-      expectObservable(events, '^ 21ms !').toBe('a 9ms b 9ms (cd)', {
-        a: elected('a', 1, 30),
-        b: renewed('a', 1, 40),
+      };
+      // The lost tenure ends first; then, holding its own name, it takes the row at once as
+      // a new tenure (term 4): why two live candidates must never share a holder.
+      resume(takeOverTwice, '^ 21ms !', 'a 9ms b 9ms (cd)', {
+        ...beforePause,
         c: lost('a', 1, 'superseded'),
         d: elected('a', 4, 150),
       });

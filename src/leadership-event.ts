@@ -27,9 +27,9 @@ export interface RenewedEvent extends Lease {
 /**
  * Why a tenure ended: `superseded` when the row is no longer this tenure's (another
  * candidate took it, or it was deleted); `expired` when the lease ran out before a
- * renewal could be written.
+ * renewal could be written. Other strings may come in later versions.
  */
-export type LostReason = 'superseded' | 'expired';
+export type LostReason = 'superseded' | 'expired' | (string & {});
 
 /** The tenure ended. The candidate goes on campaigning. */
 export interface LostEvent extends Lease {
