@@ -1,10 +1,12 @@
 import Database from 'better-sqlite3';
 import { map, take } from 'rxjs';
 import { LeadershipEvent, observeLeadership } from '../src';
+import { seedStatements } from './support/processes/seed-statements';
 import { pausableClock, virtualTime } from './support/virtual-time';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 
 const timing = { renewEvery: 10, expiresAfter: 30, retryEvery: 4 };
+const seedTable = 'CREATE TABLE worker_leadership (slot INTEGER PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL)';
 
 const elected = (holder: string, term: number, expiresAt: number): LeadershipEvent =>
   ({ type: 'elected', slot: 0, holder, term, expiresAt });
@@ -198,7 +200,7 @@ describe('observeLeadership', () => {
   });
 
   it('works on a table the original worker created and holds, taking it once its lease expires', () => {
-    db.exec('CREATE TABLE worker_leadership (slot INTEGER PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL)');
+    db.exec(seedTable);
     db.exec("INSERT INTO worker_leadership VALUES (0, 'rust-worker', 6)");
     const scheduler = virtualTime();
     scheduler.run(({ expectObservable }) => {
@@ -206,6 +208,70 @@ describe('observeLeadership', () => {
         a: elected('a', 1, 37),
       });
     });
+  });
+});
+
+describe("the original worker's test scenarios, through observeLeadership", () => {
+  let db: Database.Database;
+  const row = () => db.prepare('SELECT holder, expires_at FROM worker_leadership WHERE slot = 0').get();
+  const candidate = (holder: string, scheduler = virtualTime()) => observeLeadership(db, { ...timing, holder, scheduler });
+
+  beforeEach(() => (db = new Database(':memory:')));
+  afterEach(() => db.close());
+
+  it('three candidates, one leader', () => {
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      const unsubscription = '^ 25ms !';
+      expectObservable(candidate('a', scheduler), unsubscription).toBe('a 9ms b 9ms c', {
+        a: elected('a', 1, 30),
+        b: renewed('a', 1, 40),
+        c: renewed('a', 1, 50),
+      });
+      expectObservable(candidate('b', scheduler), unsubscription).toBe('');
+      expectObservable(candidate('c', scheduler), unsubscription).toBe('');
+    });
+  });
+
+  it('a leader that stops renewing expires, and a new one acquires', () => {
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      // The stale leader: the original worker, on the table it created, acquires at 0
+      // until 30 and then never renews.
+      db.exec(seedTable);
+      seedStatements(db, 'stale', 30).tryAcquire(0);
+      expectObservable(candidate('b', scheduler), '^ 35ms !').toBe('31ms a', { a: elected('b', 1, 61) });
+    });
+  });
+
+  it('release removes its own row', () => {
+    const subscription = candidate('a').subscribe();
+    expect(row()).toEqual({ holder: 'a', expires_at: 30 });
+    subscription.unsubscribe();
+    expect(row()).toBeUndefined();
+  });
+
+  it('release twice is fine', () => {
+    const subscription = candidate('a').subscribe();
+    subscription.unsubscribe();
+    expect(() => subscription.unsubscribe()).not.toThrow();
+    expect(row()).toBeUndefined();
+  });
+
+  it("a late release by a superseded holder leaves the new holder's lease alone", () => {
+    const subscription = candidate('a').subscribe();
+    // b takes the row before a's next renewal could tell a that it lost.
+    db.prepare("UPDATE worker_leadership SET holder = 'b', expires_at = 90").run();
+    subscription.unsubscribe();
+    expect(row()).toEqual({ holder: 'b', expires_at: 90 });
+  });
+
+  it('release without acquire changes nothing', () => {
+    const leader = candidate('a').subscribe();
+    const follower = candidate('b').subscribe();
+    follower.unsubscribe();
+    expect(row()).toEqual({ holder: 'a', expires_at: 30 });
+    leader.unsubscribe();
   });
 });
 
