@@ -1,8 +1,9 @@
 import Database from 'better-sqlite3';
-import { ChildWorker, WorkerOptions } from './support/child-worker';
+import { beliefSegments, overlappingBeliefs } from '../chaos/history';
+import type { WorkerOptions } from '../chaos/worker';
+import { ChildWorker } from './support/child-worker';
 import { eventually } from './support/eventually';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
-import { beliefSegments, overlappingBeliefs } from './support/tenure-history';
 
 // Real processes on a real WAL file. Every wait is for a condition, with a generous limit;
 // what is asserted is what happened (who led, with which term, what was written), never
@@ -101,13 +102,13 @@ describe('observeLeadership across processes', () => {
       for (let round = 0; round < 4; round++) {
         leader.signal('SIGKILL');
         await leader.exited;
-        start(leader.find('subscribed') ? 'candidate' : 'seed', timing);
+        start(leader.kind, timing);
         leader = await leaderAmong(workers);
       }
 
       const segments = history();
       expect(overlappingBeliefs(segments)).toEqual([]);
-      const seedHolders = new Set(workers.filter((w) => !w.find('subscribed')).flatMap((w) => w.records.map((r) => r.holder)));
+      const seedHolders = new Set(workers.filter((w) => w.kind === 'seed').flatMap((w) => w.records.map((r) => r.holder)));
       expect(segments.some((s) => seedHolders.has(s.holder))).toBe(true);
       expect(segments.some((s) => !seedHolders.has(s.holder))).toBe(true);
       // Our tenures' terms only grow, also across the original worker's tenures.
@@ -142,7 +143,7 @@ describe('observeLeadership across processes', () => {
       await eventually('the old leader’s lost', () => paused.find('lost'));
       expect(paused.find('lost')!.reason).toBe('superseded');
 
-      const ledger = database.open().prepare('SELECT term FROM ledger ORDER BY id').pluck().all() as number[];
+      const ledger = database.open().prepare('SELECT term FROM chaos_ledger ORDER BY id').pluck().all() as number[];
       const newTerm = next.find('elected')!.term!;
       expect(newTerm).toBeGreaterThan(oldTerm);
       expect(ledger.slice(ledger.indexOf(newTerm))).not.toContain(oldTerm);

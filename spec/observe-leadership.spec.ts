@@ -1,12 +1,11 @@
 import Database from 'better-sqlite3';
 import { map, take } from 'rxjs';
 import { LeadershipEvent, observeLeadership } from '../src';
-import { seedStatements } from './support/processes/seed-statements';
+import { seedStatements, seedTable } from '../chaos/seed-statements';
 import { pausableClock, virtualTime } from './support/virtual-time';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 
 const timing = { renewEvery: 10, expiresAfter: 30, retryEvery: 4 };
-const seedTable = 'CREATE TABLE worker_leadership (slot INTEGER PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL)';
 
 const elected = (holder: string, term: number, expiresAt: number): LeadershipEvent =>
   ({ type: 'elected', slot: 0, holder, term, expiresAt });

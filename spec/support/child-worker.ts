@@ -3,29 +3,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
-/** One line a worker process reported (see processes/*.js). */
-export interface WorkerRecord {
-  /** Unix ms, read by the worker when it reported. */
-  at: number;
-  pid: number;
-  type: string;
-  holder?: string;
-  term?: number;
-  expiresAt?: number;
-  reason?: string;
-  code?: string;
-}
+import type { WorkerRecord } from '../../chaos/history';
+import type { WorkerOptions } from '../../chaos/worker';
 
-export interface WorkerOptions {
-  file: string;
-  slot?: number;
-  renewEvery: number;
-  expiresAfter: number;
-  retryEvery: number;
-  ledgerEvery?: number;
-}
-
-const scripts = { candidate: 'candidate.js', seed: 'seed-worker.js' };
+// The chaos harness's workers, as built by `npm test` (build/chaos), run in their own processes.
+const scripts = { candidate: 'worker.js', seed: 'seed-worker.js' };
+const buildFolder = join(__dirname, '..', '..', 'build', 'chaos');
 
 /** A worker in its own Node.js process, and everything it has reported so far. */
 export class ChildWorker {
@@ -34,8 +17,11 @@ export class ChildWorker {
   private readonly child: ChildProcess;
   private stderr = '';
 
-  constructor(kind: keyof typeof scripts, options: WorkerOptions) {
-    this.child = spawn(process.execPath, [join(__dirname, 'processes', scripts[kind]), JSON.stringify(options)], {
+  constructor(
+    readonly kind: keyof typeof scripts,
+    options: WorkerOptions,
+  ) {
+    this.child = spawn(process.execPath, [join(buildFolder, scripts[kind]), JSON.stringify(options)], {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     createInterface({ input: this.child.stdout! }).on('line', (line) => this.records.push(JSON.parse(line)));

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { SqliteLeaseStore, sqliteLeaseStore } from '../../../src/store/sqlite/sqlite-lease-store';
-import { seedStatements } from '../../support/processes/seed-statements';
+import { seedStatements } from '../../../chaos/seed-statements';
 
 const lease = (holder: string, term: number, slot = 0) => ({ slot, holder, term });
 

@@ -1,8 +1,7 @@
-import { WorkerRecord } from './child-worker';
-import { beliefSegments, overlappingBeliefs } from './tenure-history';
+import { beliefSegments, overlappingBeliefs, WorkerRecord } from '../../chaos/history';
 
-// The multi-process specs rest on this checker: it must see an overlap when there is one.
-describe('the belief checker of the multi-process specs', () => {
+// The multi-process specs and the chaos checker rest on these: they must see an overlap when there is one.
+describe('beliefSegments and overlappingBeliefs', () => {
   const record = (at: number, type: string, holder: string, expiresAt?: number): WorkerRecord => ({
     at,
     pid: 1,

@@ -1,0 +1,110 @@
+/**
+ * What a chaos run records, and the belief segments derived from it. Every time is Unix ms
+ * on the one clock of the machine: workers stamp their own reports, the orchestrator its
+ * faults.
+ */
+
+/** One line a worker process reported. */
+export interface WorkerRecord {
+  /** Unix ms, read by the worker when it reported. */
+  at: number;
+  pid: number;
+  /** The logical worker (w1, w2, ..., seed): restarts keep the name, not the pid. */
+  worker?: string;
+  type: string;
+  slot?: number;
+  holder?: string;
+  term?: number;
+  expiresAt?: number;
+  reason?: string;
+  code?: string;
+  message?: string;
+}
+
+export type FaultKind = 'kill' | 'pause' | 'stop' | 'resubscribe' | 'lock' | 'burst';
+
+/** One fault the orchestrator injected. */
+export interface FaultRecord {
+  kind: FaultKind;
+  at: number;
+  /** When its effect ended (SIGCONT, lock released), for faults that last. */
+  until?: number;
+  slot: number;
+  /** The process it hit (for `burst`, the first of them), if any led or followed. */
+  pid?: number;
+  /** The target's holder on `slot` when the fault began, if it led. */
+  holder?: string;
+  /** Why nothing was done, if nothing was (no leader to hit, say). */
+  skipped?: string;
+}
+
+/** A row of the ledger that leaders write with `fenced`, in commit order. */
+export interface LedgerRow {
+  id: number;
+  slot: number;
+  holder: string;
+  term: number;
+  seq: number;
+  /** Unix ms read inside the fenced transaction. */
+  at: number;
+}
+
+/** A stretch of time during which one tenure believed it led, by its own reports. */
+export interface BeliefSegment {
+  pid: number;
+  slot: number;
+  holder: string;
+  term?: number;
+  start: number;
+  end: number;
+}
+
+const endsBelief = new Set(['lost', 'unsubscribed', 'terminated']);
+
+/**
+ * Each write that a worker reported (`elected`, `renewed`) makes it believe it leads that
+ * slot from the report to the expiry it wrote, or until it reports that it stopped (`lost`;
+ * `unsubscribed`, which releases) if that comes first. A report comes after its write, and
+ * another holder can write only once `expires_at < now`, so on one clock two holders'
+ * segments of one slot must never overlap. A report that comes after its own expiry (the
+ * process paused between write and report) gives no segment: it never acted as leader.
+ */
+export function beliefSegments(records: WorkerRecord[]): BeliefSegment[] {
+  const segments: BeliefSegment[] = [];
+  for (const stream of groupBy(records, (record) => `${record.pid}/${record.slot ?? 0}`).values()) {
+    let stop = Infinity;
+    // Backwards, so that each write meets the next stop report of its own stream.
+    for (const record of [...stream].reverse()) {
+      if (endsBelief.has(record.type)) stop = record.at;
+      if ((record.type !== 'elected' && record.type !== 'renewed') || record.expiresAt === undefined) continue;
+      const end = Math.min(record.expiresAt, stop);
+      if (end < record.at) continue;
+      segments.push({ pid: record.pid, slot: record.slot ?? 0, holder: record.holder!, term: record.term, start: record.at, end });
+    }
+  }
+  return segments.sort((a, b) => a.start - b.start);
+}
+
+export function groupBy<T, K>(items: Iterable<T>, key: (item: T) => K): Map<K, T[]> {
+  const groups = new Map<K, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const group = groups.get(k);
+    if (group) group.push(item);
+    else groups.set(k, [item]);
+  }
+  return groups;
+}
+
+/** Pairs of segments of one slot, of different holders, that overlap in time. */
+export function overlappingBeliefs(segments: BeliefSegment[]): Array<[BeliefSegment, BeliefSegment]> {
+  const overlaps: Array<[BeliefSegment, BeliefSegment]> = [];
+  const sorted = [...segments].sort((a, b) => a.start - b.start);
+  for (const [i, a] of sorted.entries()) {
+    for (const b of sorted.slice(i + 1)) {
+      if (b.start > a.end) break;
+      if (a.slot === b.slot && a.holder !== b.holder) overlaps.push([a, b]);
+    }
+  }
+  return overlaps;
+}

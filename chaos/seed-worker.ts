@@ -1,0 +1,61 @@
+/**
+ * A process that runs the original Rust worker's statements, unchanged, on slot 0. Unlike
+ * the original, it keeps trying to acquire while it follows (the original tries at boot,
+ * then restarts), so that it competes all the time. It reports when it believes it leads,
+ * as JSON lines like worker.ts: from a successful acquire to the expiry it last wrote, or
+ * until a renewal fails. SIGTERM releases with the original's DELETE.
+ *
+ * Options come as JSON in argv[2]: { file, worker?, renewEvery, expiresAfter, retryEvery }.
+ */
+import { ulid } from 'ulid';
+import { seedStatements, seedTable } from './seed-statements';
+import { openDatabase, report, WorkerOptions } from './worker';
+
+function main(): void {
+  const { file, worker, renewEvery, expiresAfter, retryEvery, busyTimeout = 50 } = JSON.parse(process.argv[2]) as WorkerOptions;
+  const db = openDatabase(file, busyTimeout);
+  db.exec(seedTable);
+  const holder = ulid();
+  const seed = seedStatements(db, holder, expiresAfter);
+  const say = (record: Record<string, unknown>) => report({ worker, slot: 0, holder, ...record });
+
+  const attempt = <T>(statement: () => T, otherwise: T): T => {
+    try {
+      return statement();
+    } catch (error) {
+      say({ type: 'error', code: (error as { code?: string }).code });
+      return otherwise;
+    }
+  };
+
+  const follow = (): void => {
+    const now = Date.now();
+    if (!attempt(() => seed.tryAcquire(now), false)) {
+      setTimeout(follow, retryEvery);
+      return;
+    }
+    say({ type: 'elected', expiresAt: now + expiresAfter });
+    setTimeout(lead, renewEvery);
+  };
+
+  const lead = (): void => {
+    const now = Date.now();
+    if (attempt(() => seed.renew(now), false)) {
+      say({ type: 'renewed', expiresAt: now + expiresAfter });
+      setTimeout(lead, renewEvery);
+      return;
+    }
+    say({ type: 'lost', reason: 'renewal failed' });
+    follow();
+  };
+
+  process.once('SIGTERM', () => {
+    attempt(() => seed.release(), undefined);
+    say({ type: 'unsubscribed' });
+    process.exit(0);
+  });
+  say({ type: 'subscribed' });
+  follow();
+}
+
+if (require.main === module) main();

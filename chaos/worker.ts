@@ -1,0 +1,107 @@
+/**
+ * A candidate process, for the chaos harness and the multi-process specs. It campaigns on
+ * each of its slots with the built library, reports every event as one JSON line on
+ * stdout, and while it leads a slot keeps appending rows to a ledger with `fenced`.
+ *
+ * Options come as JSON in argv[2] (see WorkerOptions). Commands come one per line on
+ * stdin: `unsubscribe`, `subscribe`, `fenced-write` (one more write with the last lease of
+ * each slot, whatever the campaign says since), `exit`. SIGTERM is a graceful stop.
+ */
+import Database from 'better-sqlite3';
+import { createInterface } from 'node:readline';
+import { EMPTY, interval, map, Subscription, tap } from 'rxjs';
+import { ElectedEvent, fenced, LeadershipEvent, observeLeadership, whileLeader } from 'observe-leadership';
+
+export interface WorkerOptions {
+  file: string;
+  /** The logical name, kept across restarts. */
+  worker?: string;
+  /** How many slots to campaign for (0 .. slots - 1). @default 1 */
+  slots?: number;
+  renewEvery: number;
+  expiresAfter: number;
+  retryEvery: number;
+  /** Ms between fenced ledger writes while leading; no writes if absent. */
+  ledgerEvery?: number;
+  /** better-sqlite3's busy timeout. @default 50 */
+  busyTimeout?: number;
+}
+
+export const ledgerTable = `CREATE TABLE IF NOT EXISTS chaos_ledger (
+  id INTEGER PRIMARY KEY, slot INTEGER NOT NULL, holder TEXT NOT NULL, term INTEGER NOT NULL,
+  seq INTEGER NOT NULL, at INTEGER NOT NULL)`;
+
+/** Opens `file` as the README advises: WAL, synchronous NORMAL, a short busy timeout. */
+export function openDatabase(file: string, busyTimeout: number): Database.Database {
+  const db = new Database(file, { timeout: busyTimeout });
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  return db;
+}
+
+export function report(record: Record<string, unknown>): void {
+  process.stdout.write(`${JSON.stringify({ at: Date.now(), pid: process.pid, ...record })}\n`);
+}
+
+function main(): void {
+  const { file, worker, slots = 1, ledgerEvery, busyTimeout = 50, ...timing } = JSON.parse(process.argv[2]) as WorkerOptions;
+  const db = openDatabase(file, busyTimeout);
+  db.exec(ledgerTable);
+  const append = db.prepare('INSERT INTO chaos_ledger (slot, holder, term, seq, at) VALUES (?, ?, ?, ?, ?)');
+  const lastLeases = new Map<number, ElectedEvent>();
+  let subscriptions: Subscription[] = [];
+
+  const fencedWrite = (lease: ElectedEvent, seq: number) => {
+    try {
+      fenced(db, lease, () => append.run(lease.slot, lease.holder, lease.term, seq, Date.now()));
+      report({ worker, type: 'fenced-write', slot: lease.slot, holder: lease.holder, term: lease.term, seq });
+    } catch (error) {
+      const { code, message } = error as { code?: string; message: string };
+      report({ worker, type: 'fenced-rejected', slot: lease.slot, holder: lease.holder, term: lease.term, code, message });
+    }
+  };
+
+  const describe = (event: LeadershipEvent) =>
+    event.type === 'error' ? { ...event, error: undefined, code: event.error.code, message: event.error.message } : event;
+
+  const subscribe = () => {
+    subscriptions = Array.from({ length: slots }, (_, slot) =>
+      observeLeadership(db, { ...timing, slot })
+        .pipe(
+          tap((event) => {
+            if (event.type === 'elected') lastLeases.set(slot, event);
+            report({ worker, ...describe(event) });
+          }),
+          whileLeader((lease) => (ledgerEvery ? interval(ledgerEvery).pipe(map((seq) => fencedWrite(lease, seq))) : EMPTY)),
+        )
+        .subscribe({
+          error: (error) => report({ worker, type: 'terminated', slot, code: error.code, message: error.message }),
+        }),
+    );
+    report({ worker, type: 'subscribed' });
+  };
+
+  const unsubscribe = () => {
+    for (const subscription of subscriptions) subscription.unsubscribe();
+    subscriptions = [];
+    for (let slot = 0; slot < slots; slot++) report({ worker, type: 'unsubscribed', slot });
+  };
+
+  const exit = () => {
+    unsubscribe();
+    db.close();
+    process.exit(0);
+  };
+
+  const commands: Record<string, () => void> = {
+    subscribe,
+    unsubscribe,
+    'fenced-write': () => lastLeases.forEach((lease) => fencedWrite(lease, -1)),
+    exit,
+  };
+  createInterface({ input: process.stdin }).on('line', (line) => commands[line.trim()]?.());
+  process.once('SIGTERM', exit);
+  subscribe();
+}
+
+if (require.main === module) main();
