@@ -43,6 +43,15 @@ describe('fenced', () => {
     expect(jobs()).toEqual(['at 30']);
   });
 
+  it('reads the time once it holds the write lock, since waiting for the lock may outlast the lease', () => {
+    const clock = virtualTime();
+    const readInTransaction: boolean[] = [];
+    const now = clock.now.bind(clock);
+    clock.now = () => (readInTransaction.push(db.inTransaction), now());
+    fenced(db, held, addJob('one'), clock);
+    expect(readInTransaction).toEqual([true]);
+  });
+
   it('writes nothing and throws LEASE_LOST for another term, another holder, or no lease at all', () => {
     sqliteLeaseStore(db).acquire(0, 'a', 1, 31); // a new tenure: term 2
     expectLeaseLost(() => fenced(db, held, addJob('old term'), scheduler));

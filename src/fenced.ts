@@ -9,7 +9,8 @@ import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
  * Runs `work` only if `lease` still holds, and commits its writes together with that proof.
  *
  * `work` runs inside one `BEGIN IMMEDIATE` transaction that first checks that the slot is
- * held by `lease.holder` for `lease.term` and has not expired. A takeover needs the same
+ * held by `lease.holder` for `lease.term` and has not expired (by `scheduler.now()`, read
+ * once the transaction holds the write lock). A takeover needs the same
  * write lock, so it cannot fall between the check and the writes, however long this
  * process pauses: a deposed leader's writes never commit after a new term began. If the
  * lease does not hold, nothing is written and `LeadershipError` `LEASE_LOST` is thrown.
@@ -37,5 +38,5 @@ export function fenced<T>(db: Database, lease: Lease, work: () => T, scheduler: 
   expectString('lease.holder', lease.holder, MAX_HOLDER_LENGTH);
   expectInteger('lease.term', lease.term, 1, Number.MAX_SAFE_INTEGER);
   if (typeof work !== 'function') throw argumentError(TypeError, 'work', 'a function', work);
-  return sqliteLeaseStore(db).fenced(lease, Math.floor(scheduler.now()), work);
+  return sqliteLeaseStore(db).fenced(lease, () => Math.floor(scheduler.now()), work);
 }

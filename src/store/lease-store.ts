@@ -39,7 +39,8 @@ export interface LeaseStore {
   read(slot: number): LeaseRecord | undefined;
   /**
    * Runs `work` in one write transaction that first checks that `lease` is held and not
-   * expired at `now`; throws `LeadershipError` `LEASE_LOST`, writing nothing, if not.
+   * expired at `now()`, read once the transaction holds the write lock; throws
+   * `LeadershipError` `LEASE_LOST`, writing nothing, if not.
    */
-  fenced<T>(lease: Lease, now: number, work: () => T): T;
+  fenced<T>(lease: Lease, now: () => number, work: () => T): T;
 }

@@ -39,7 +39,7 @@ interface Statements {
   renew: Statement<[Lease & { expiresAt: number }]>;
   release: Statement<[Lease]>;
   acquire: Transaction<(parameters: TakeParameters) => AcquireResult>;
-  fenced: Transaction<(lease: Lease, now: number, work: () => unknown) => unknown>;
+  fenced: Transaction<(lease: Lease, now: () => number, work: () => unknown) => unknown>;
 }
 
 const stores = new WeakMap<Database, SqliteLeaseStore>();
@@ -84,7 +84,7 @@ export class SqliteLeaseStore implements LeaseStore {
     return this.guard((statements) => statements.read.get(slot));
   }
 
-  fenced<T>(lease: Lease, now: number, work: () => T): T {
+  fenced<T>(lease: Lease, now: () => number, work: () => T): T {
     const statements = this.guard((prepared) => prepared);
     // Errors of the user's work pass through untouched; only the library's own are translated.
     let inWork = false;
@@ -128,10 +128,11 @@ export class SqliteLeaseStore implements LeaseStore {
         return { acquired, lease: read.get(parameters.slot) as LeaseRecord };
       }),
       // The check and the work share one IMMEDIATE transaction: a takeover needs the write
-      // lock, so it cannot fall between them, however long this process pauses.
-      fenced: db.transaction((held: Lease, now: number, runWork: () => unknown) => {
+      // lock, so it cannot fall between them, however long this process pauses. The time is
+      // read once the lock is held, not before: waiting for the lock may outlast the lease.
+      fenced: db.transaction((held: Lease, now: () => number, runWork: () => unknown) => {
         const row = read.get(held.slot);
-        if (row === undefined || row.holder !== held.holder || row.term !== held.term || !(row.expiresAt >= now)) {
+        if (row === undefined || row.holder !== held.holder || row.term !== held.term || !(row.expiresAt >= now())) {
           throw new LeadershipError(
             'LEASE_LOST',
             `Slot ${held.slot} is no longer held by ${held.holder} for term ${held.term}` +
