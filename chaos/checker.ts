@@ -1,0 +1,190 @@
+import { beliefSegments, BeliefSegment, FaultKind, FaultRecord, groupBy, overlappingBeliefs, WorkerRecord } from './history';
+import { ChaosHistory } from './orchestrator';
+
+export type CheckName = 'overlap' | 'term-order' | 'ledger' | 'pause' | 'final' | 'liveness';
+
+export interface Violation {
+  check: CheckName;
+  detail: string;
+}
+
+/** How long a slot went without a leader after one fault, against what the config allows. */
+export interface FaultOutcome {
+  fault: FaultRecord;
+  /** Ms without a leader, from the fault (or from the end of the leader's belief) to the next tenure. */
+  gap: number;
+  allowed: number;
+}
+
+export interface CheckResult {
+  violations: Violation[];
+  outcomes: FaultOutcome[];
+  /** Ms from SIGCONT to `lost`, for each paused leader whose slot was taken meanwhile. */
+  pauseNotice: number[];
+  counts: { records: number; tenures: number; ledgerRows: number; faults: number };
+}
+
+export interface CheckOptions {
+  /**
+   * Ms added to `retryEvery` for what a loaded machine adds: timers that fire late,
+   * processes that start slowly. Liveness only; safety checks have no slack.
+   * @default 1_000
+   */
+  slack?: number;
+}
+
+/** A tenure: from its `elected` report on; ours have a term, the original worker's do not. */
+interface Tenure {
+  slot: number;
+  holder: string;
+  term?: number;
+  start: number;
+}
+
+/**
+ * Checks a chaos run's history:
+ * 1. on each slot, the beliefs of different holders never overlap;
+ * 2. on each slot, terms strictly increase from tenure to tenure;
+ * 3. ledger rows in commit order never go back in term, and each was written while its
+ *    tenure was the slot's current one (after it began, before the next one began);
+ * 4. a leader paused while another took its slot never renews that tenure afterwards;
+ * 5. at the end, every slot is held by a live process, or its lease has not yet expired;
+ * 6. after each fault, the slot is without a leader no longer than the config allows.
+ */
+export function checkHistory(history: ChaosHistory, { slack = 1_000 }: CheckOptions = {}): CheckResult {
+  const { records, faults, ledger, timing } = history;
+  const segments = beliefSegments(records);
+  const tenures = tenuresOf(records);
+  const violations: Violation[] = [];
+  const flag = (check: CheckName, detail: string) => violations.push({ check, detail });
+
+  for (const [a, b] of overlappingBeliefs(segments)) {
+    flag('overlap', `slot ${a.slot}: ${describe(a)} and ${describe(b)} both believed they led`);
+  }
+
+  for (const [slot, slotTenures] of groupBy(tenures, (t) => t.slot)) {
+    const terms = slotTenures.filter((t) => t.term !== undefined).map((t) => t.term!);
+    terms.slice(1).forEach((term, i) => {
+      if (term <= terms[i]) flag('term-order', `slot ${slot}: term ${term} came after term ${terms[i]}`);
+    });
+  }
+
+  for (const [slot, rows] of groupBy(ledger, (row) => row.slot)) {
+    const slotTenures = tenures.filter((t) => t.slot === slot);
+    rows.forEach((row, i) => {
+      if (i > 0 && row.term < rows[i - 1].term) {
+        flag('ledger', `slot ${slot}: row ${row.id} has term ${row.term} after a row of term ${rows[i - 1].term}`);
+      }
+      const index = slotTenures.findIndex((t) => t.holder === row.holder && t.term === row.term);
+      const next = slotTenures[index + 1];
+      if (index < 0) flag('ledger', `slot ${slot}: row ${row.id} names a tenure nobody was elected to (${row.holder}, term ${row.term})`);
+      else if (row.at < slotTenures[index].start || (next && row.at > next.start)) {
+        flag('ledger', `slot ${slot}: row ${row.id} of term ${row.term} was written at ${row.at}, outside its tenure`);
+      }
+    });
+  }
+
+  const pauseNotice: number[] = [];
+  for (const fault of faults.filter((f) => f.kind === 'pause' && f.holder !== undefined && f.until !== undefined)) {
+    const before = records.filter((r) => r.pid === fault.pid && r.slot === fault.slot && r.type === 'elected' && r.at <= fault.at).at(-1);
+    const takenMeanwhile = tenures.some((t) => t.slot === fault.slot && t.holder !== fault.holder && t.start > fault.at && t.start <= fault.until!);
+    if (!before || !takenMeanwhile) continue;
+    const after = records.find(
+      (r) => r.pid === fault.pid && r.slot === fault.slot && r.at >= fault.until! && ['renewed', 'lost'].includes(r.type),
+    );
+    if (after?.type === 'renewed' && after.term === before.term) {
+      flag('pause', `slot ${fault.slot}: ${fault.holder} renewed term ${before.term} after a pause while another led`);
+    }
+    if (after?.type === 'lost') pauseNotice.push(after.at - fault.until!);
+  }
+
+  for (let slot = 0; slot < history.options.slots; slot++) {
+    const row = history.final.rows.find((r) => r.slot === slot);
+    const live = history.final.liveHolders.some((h) => h.slot === slot && h.holder === row?.holder);
+    if (!row) flag('final', `slot ${slot} has no lease at the end`);
+    else if (!live && row.expiresAt < history.final.at) {
+      flag('final', `slot ${slot} is held by ${row.holder}, no live process, past its expiry`);
+    }
+  }
+
+  const retryBound = timing.retryEvery + slack;
+  const outcomes = faults
+    .filter((fault) => !fault.skipped)
+    .map((fault) => {
+      const allowed = allowance(fault, timing.expiresAfter, retryBound);
+      const gap = leaderlessGap(fault, segments, history.final.at, allowed);
+      if (gap > allowed) flag('liveness', `slot ${fault.slot}: ${gap} ms without a leader after ${fault.kind} at ${fault.at} (allowed ${allowed} ms)`);
+      return { fault, gap, allowed };
+    });
+
+  return {
+    violations,
+    outcomes,
+    pauseNotice,
+    counts: { records: records.length, tenures: tenures.length, ledgerRows: ledger.length, faults: faults.length },
+  };
+}
+
+/** What the config allows after each kind of fault. */
+function allowance(fault: FaultRecord, expiresAfter: number, retryBound: number): number {
+  const lasted = (fault.until ?? fault.at) - fault.at;
+  const byKind: Record<FaultKind, number> = {
+    // The lease must run out, then a follower's attempt comes.
+    kill: expiresAfter + retryBound,
+    // As a crash; if the pause caught the leader inside a write, nobody can write until it ends.
+    pause: Math.max(expiresAfter, lasted) + retryBound,
+    // A release: the next attempt takes the slot.
+    stop: retryBound,
+    resubscribe: retryBound,
+    // Nobody can write while the lock is held; the leader steps down at its expiry meanwhile.
+    lock: lasted + retryBound,
+    // Followers come and go; the leader should not notice.
+    burst: retryBound,
+  };
+  return byKind[fault.kind];
+}
+
+/**
+ * The slot's time without a leader that this fault caused: from the fault, for a crash or
+ * pause of the leader (the slot has nobody acting for it from then on), or else from the end
+ * of the beliefs in force at the fault, to the start of the next belief.
+ */
+function leaderlessGap(fault: FaultRecord, segments: BeliefSegment[], endedAt: number, allowed: number): number {
+  const spans = union(segments.filter((s) => s.slot === fault.slot));
+  const current = spans.find((span) => span.start <= fault.at && fault.at <= span.end);
+  const hitLeader = (fault.kind === 'kill' || fault.kind === 'pause') && fault.holder !== undefined;
+  let from = fault.at;
+  let holeStart = fault.at;
+  if (current) {
+    holeStart = current.end;
+    if (!hitLeader) {
+      if (current.end > fault.at + allowed) return 0; // the leader carried on through the fault
+      from = current.end;
+    }
+  }
+  const next = spans.find((span) => span.start > holeStart);
+  return (next?.start ?? endedAt) - from;
+}
+
+/** Merged time spans during which somebody believed it led. */
+function union(segments: BeliefSegment[]): Array<{ start: number; end: number }> {
+  const spans: Array<{ start: number; end: number }> = [];
+  for (const { start, end } of [...segments].sort((a, b) => a.start - b.start)) {
+    const last = spans.at(-1);
+    if (last && start <= last.end) last.end = Math.max(last.end, end);
+    else spans.push({ start, end });
+  }
+  return spans;
+}
+
+/** Tenures in the order they began, from `elected` reports that came before their own expiry. */
+function tenuresOf(records: WorkerRecord[]): Tenure[] {
+  return records
+    .filter((r) => r.type === 'elected' && r.expiresAt !== undefined && r.at <= r.expiresAt)
+    .map((r) => ({ slot: r.slot ?? 0, holder: r.holder!, term: r.term, start: r.at }))
+    .sort((a, b) => a.start - b.start);
+}
+
+function describe(segment: BeliefSegment): string {
+  return `${segment.holder}${segment.term === undefined ? '' : ` (term ${segment.term})`} [${segment.start}, ${segment.end}]`;
+}

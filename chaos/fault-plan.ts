@@ -1,0 +1,61 @@
+import { FaultKind } from './history';
+
+/** A fault to inject `at` ms after the run starts; targets are chosen when it comes. */
+export interface PlannedFault {
+  at: number;
+  kind: FaultKind;
+  slot: number;
+  /** How long it lasts (pause, lock), in ms. */
+  duration: number;
+  /** A number in [0, 1) to choose among possible targets, so that a seed fixes the choice. */
+  pick: number;
+}
+
+export interface PlanOptions {
+  seed: number;
+  /** Run length, ms. */
+  duration: number;
+  /** expiresAfter, ms. */
+  lease: number;
+  slots: number;
+}
+
+/** How often each kind comes, relative to the others. */
+const weights: Array<[FaultKind, number]> = [
+  ['kill', 3],
+  ['pause', 3],
+  ['stop', 2],
+  ['resubscribe', 2],
+  ['lock', 2],
+  ['burst', 1],
+];
+
+/**
+ * The faults of a run, from its seed alone: the same seed, duration, lease and slots give
+ * the same schedule. Faults start after a warm-up of two leases and stop two leases before
+ * the end; on average one comes every two leases, so that most find a leader to hit.
+ */
+export function planFaults({ seed, duration, lease, slots }: PlanOptions): PlannedFault[] {
+  const random = mulberry32(seed);
+  const total = weights.reduce((sum, [, weight]) => sum + weight, 0);
+  const faults: PlannedFault[] = [];
+  for (let at = 2 * lease + random() * lease; at < duration - 2 * lease; at += lease * (1 + 2 * random())) {
+    let roll = random() * total;
+    const [kind] = weights.find(([, weight]) => (roll -= weight) < 0) ?? weights[0];
+    const duration = kind === 'pause' ? lease * (1.5 + 1.5 * random()) : kind === 'lock' ? lease * (0.2 + 1.8 * random()) : 0;
+    faults.push({ at: Math.round(at), kind, slot: Math.floor(random() * slots), duration: Math.round(duration), pick: random() });
+  }
+  return faults;
+}
+
+/** A small, well-known seeded generator (Mulberry32): numbers in [0, 1). */
+export function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

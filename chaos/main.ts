@@ -1,0 +1,99 @@
+/**
+ * npm run chaos -- [--processes N] [--duration S] [--lease MS] [--seed K] [--slots M]
+ *                  [--report FILE] [--slack MS] [--no-seed-worker]
+ * npm run chaos -- --check FILE
+ *
+ * Runs worker processes on one SQLite file under injected faults, then checks the history
+ * (see checker.ts). Prints a table; exits 1 on any violation, 2 on bad arguments.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { checkHistory } from './checker';
+import { ChaosHistory, runChaos } from './orchestrator';
+import { formatSummary, summarize } from './report';
+
+interface Arguments {
+  processes: number;
+  duration: number;
+  lease: number;
+  seed: number;
+  slots: number;
+  slack: number;
+  seedWorker: boolean;
+  report?: string;
+  check?: string;
+}
+
+const numeric: Record<string, [min: number, max: number]> = {
+  processes: [1, 64],
+  duration: [1, 24 * 3600],
+  lease: [10, 600_000],
+  seed: [0, 2 ** 32 - 1],
+  slots: [1, 64],
+  slack: [0, 600_000],
+};
+
+export function parseArguments(argv: string[]): Arguments {
+  const parsed: Arguments = {
+    processes: 4,
+    duration: 30,
+    lease: 600,
+    seed: Math.floor(Math.random() * 2 ** 32),
+    slots: 1,
+    slack: 1_000,
+    seedWorker: true,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const name = argv[i].replace(/^--/, '');
+    if (name === 'no-seed-worker') parsed.seedWorker = false;
+    else if (name === 'report' || name === 'check') parsed[name] = expectValue(name, argv[++i]);
+    else if (name in numeric) {
+      const value = Number(expectValue(name, argv[++i]));
+      const [min, max] = numeric[name];
+      if (!Number.isInteger(value) || value < min || value > max) {
+        throw new RangeError(`Expected --${name} to be an integer from ${min} to ${max}, got ${argv[i]}`);
+      }
+      (parsed as unknown as Record<string, number>)[name] = value;
+    } else throw new RangeError(`Unknown option ${argv[i]}; see chaos/main.ts for the options`);
+  }
+  return parsed;
+}
+
+function expectValue(name: string, value: string | undefined): string {
+  if (value === undefined || value.startsWith('--')) throw new RangeError(`Expected a value after --${name}`);
+  return value;
+}
+
+async function main(): Promise<number> {
+  let args: Arguments;
+  try {
+    args = parseArguments(process.argv.slice(2));
+  } catch (error) {
+    console.error((error as Error).message);
+    return 2;
+  }
+  let history: ChaosHistory;
+  if (args.check) {
+    history = JSON.parse(readFileSync(args.check, 'utf8')).history;
+  } else {
+    const { processes, lease, seed, slots, seedWorker } = args;
+    history = await runChaos({ processes, duration: args.duration * 1000, lease, seed, slots, seedWorker }, (line) => console.log(line));
+  }
+  const result = checkHistory(history, { slack: args.slack });
+  const summary = summarize(history, result);
+  console.log(formatSummary(history, summary, result));
+  if (args.report) {
+    writeFileSync(args.report, JSON.stringify({ summary, violations: result.violations, outcomes: result.outcomes, history }));
+    console.log(`report: ${args.report}`);
+  }
+  return summary.violations === 0 ? 0 : 1;
+}
+
+if (require.main === module) {
+  main().then(
+    (code) => (process.exitCode = code),
+    (error) => {
+      console.error(error);
+      process.exitCode = 2;
+    },
+  );
+}

@@ -1,0 +1,251 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { planFaults, PlannedFault } from './fault-plan';
+import { FaultRecord, LedgerRow, WorkerRecord } from './history';
+import { ledgerTable, openDatabase, WorkerOptions } from './worker';
+
+export interface ChaosOptions {
+  /** Candidate processes of ours. */
+  processes: number;
+  /** Run length, ms (faults, then a quiet settle, then the final check). */
+  duration: number;
+  /** expiresAfter, ms; renewEvery is a third of it, retryEvery a fifth. */
+  lease: number;
+  seed: number;
+  slots: number;
+  /** Whether one more process runs the original worker's statements on slot 0. */
+  seedWorker: boolean;
+  /** The database file; a fresh one in a temporary folder if absent. */
+  file?: string;
+}
+
+export interface Timing {
+  renewEvery: number;
+  expiresAfter: number;
+  retryEvery: number;
+}
+
+/** The state of every slot at the end, after faults stopped and leases had time to settle. */
+export interface FinalState {
+  at: number;
+  rows: Array<{ slot: number; holder: string; expiresAt: number }>;
+  /** Holders of processes still alive, by slot, from their own reports. */
+  liveHolders: Array<{ slot: number; holder: string }>;
+}
+
+/** Everything a run saw: what the checker reads, and what `--report` writes. */
+export interface ChaosHistory {
+  options: ChaosOptions;
+  timing: Timing;
+  startedAt: number;
+  endedAt: number;
+  records: WorkerRecord[];
+  faults: FaultRecord[];
+  ledger: LedgerRow[];
+  final: FinalState;
+}
+
+export function timingFor(lease: number): Timing {
+  return { renewEvery: Math.round(lease / 3), expiresAfter: lease, retryEvery: Math.max(1, Math.round(lease / 5)) };
+}
+
+type Kind = 'candidate' | 'seed';
+
+/** One worker process; restarts make new ones under the same name. */
+class Worker {
+  readonly child: ChildProcess;
+  readonly exited: Promise<void>;
+  paused = false;
+  /** By slot: the holder this process leads with, if it leads. */
+  readonly leading = new Map<number, string>();
+  readonly holders = new Map<number, string>();
+
+  constructor(
+    readonly name: string,
+    readonly kind: Kind,
+    options: WorkerOptions,
+    onRecord: (record: WorkerRecord) => void,
+    onStderr: (text: string) => void,
+  ) {
+    const script = join(__dirname, kind === 'seed' ? 'seed-worker.js' : 'worker.js');
+    this.child = spawn(process.execPath, [script, JSON.stringify({ ...options, worker: name })], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    this.child.stdin!.on('error', () => undefined); // a killed worker's stdin may break
+    createInterface({ input: this.child.stdout! }).on('line', (line) => {
+      let record: WorkerRecord;
+      try {
+        record = JSON.parse(line);
+      } catch {
+        return onStderr(`${name}: ${line}`);
+      }
+      this.observe(record);
+      onRecord(record);
+    });
+    this.child.stderr!.on('data', (chunk) => onStderr(`${name}: ${chunk}`));
+    this.exited = new Promise((resolve) => this.child.once('exit', () => resolve()));
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  get alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  signal(signal: NodeJS.Signals): void {
+    if (this.alive) this.child.kill(signal);
+  }
+
+  send(command: string): void {
+    if (this.alive) this.child.stdin!.write(`${command}\n`);
+  }
+
+  private observe(record: WorkerRecord): void {
+    const slot = record.slot ?? 0;
+    if (record.holder) this.holders.set(slot, record.holder);
+    if (record.type === 'elected' || record.type === 'renewed') this.leading.set(slot, record.holder!);
+    if (record.type === 'lost' || record.type === 'unsubscribed' || record.type === 'terminated') this.leading.delete(slot);
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs worker processes on one WAL file, injects the planned faults, then lets the slots
+ * settle and collects the history. Never throws for what the workers do: that is for the
+ * checker to judge.
+ */
+export async function runChaos(options: ChaosOptions, log: (line: string) => void = () => undefined): Promise<ChaosHistory> {
+  const timing = timingFor(options.lease);
+  const file = options.file ?? join(mkdtempSync(join(tmpdir(), 'observe-leadership-chaos-')), 'chaos.db');
+  const db = openDatabase(file, 1_000);
+  db.exec(ledgerTable);
+  const workerOptions: WorkerOptions = {
+    file,
+    slots: options.slots,
+    ...timing,
+    ledgerEvery: Math.max(10, Math.round(options.lease / 10)),
+  };
+
+  const records: WorkerRecord[] = [];
+  const faults: FaultRecord[] = [];
+  const workers: Worker[] = [];
+  const pending = new Set<Promise<unknown>>();
+  const track = (promise: Promise<unknown>) => {
+    pending.add(promise);
+    void promise.finally(() => pending.delete(promise));
+  };
+  const start = (name: string, kind: Kind) => {
+    const worker = new Worker(
+      name,
+      kind,
+      workerOptions,
+      (record) => records.push({ ...record, worker: name }),
+      (text) => log(`stderr ${text.trimEnd()}`),
+    );
+    workers.push(worker);
+    return worker;
+  };
+  const live = () => workers.filter((w) => w.alive);
+  const leaderOf = (slot: number) => live().find((w) => w.leading.has(slot) && !w.paused);
+  let stopping = false;
+  let lockHeld = false;
+  const restartLater = (worker: Worker) =>
+    track(worker.exited.then(() => sleep(timing.retryEvery)).then(() => stopping || start(worker.name, worker.kind)));
+
+  for (let i = 1; i <= options.processes; i++) start(`w${i}`, 'candidate');
+  if (options.seedWorker) start('seed', 'seed');
+  const startedAt = Date.now();
+
+  const inject = (planned: PlannedFault): void => {
+    const { kind, slot, duration } = planned;
+    const leader = leaderOf(slot);
+    const fault: FaultRecord = { kind, slot, at: Date.now(), pid: leader?.pid, holder: leader?.leading.get(slot) };
+    faults.push(fault);
+    const skip = (why: string) => {
+      fault.skipped = why;
+      delete fault.pid;
+      delete fault.holder;
+    };
+    switch (kind) {
+      case 'kill':
+      case 'stop':
+        if (!leader) return skip('no leader');
+        leader.signal(kind === 'kill' ? 'SIGKILL' : 'SIGTERM');
+        return restartLater(leader);
+      case 'pause':
+        if (!leader) return skip('no leader');
+        leader.paused = true;
+        leader.signal('SIGSTOP');
+        return track(
+          sleep(duration).then(() => {
+            leader.signal('SIGCONT');
+            leader.paused = false;
+            fault.until = Date.now();
+          }),
+        );
+      case 'resubscribe':
+        if (!leader || leader.kind !== 'candidate') return skip(leader ? 'the leader runs the original statements' : 'no leader');
+        leader.send('unsubscribe');
+        return track(sleep(timing.retryEvery).then(() => leader.send('subscribe')));
+      case 'lock':
+        if (lockHeld) return skip('a lock is already held');
+        try {
+          db.exec('BEGIN IMMEDIATE');
+        } catch (error) {
+          return skip(`could not take the lock: ${(error as Error).message}`);
+        }
+        lockHeld = true;
+        return track(
+          sleep(duration).then(() => {
+            db.exec('COMMIT');
+            lockHeld = false;
+            fault.until = Date.now();
+          }),
+        );
+      case 'burst': {
+        const followers = live().filter((w) => w.leading.size === 0 && !w.paused);
+        const victims = followers.filter((_, i) => i % 2 === Math.floor(planned.pick * 2));
+        if (victims.length === 0) return skip('no follower');
+        fault.pid = victims[0].pid;
+        delete fault.holder;
+        for (const victim of victims) {
+          victim.signal('SIGKILL');
+          track(victim.exited.then(() => stopping || start(victim.name, victim.kind)));
+        }
+        return;
+      }
+    }
+  };
+
+  const plan = planFaults({ seed: options.seed, duration: options.duration, lease: options.lease, slots: options.slots });
+  const timers = plan.map((planned) => setTimeout(() => inject(planned), planned.at));
+  log(`${workers.length} workers on ${file}; ${plan.length} faults planned over ${Math.round(options.duration / 1000)} s`);
+  await sleep(options.duration);
+  timers.forEach(clearTimeout);
+
+  // Quiet: let every lasting fault end and the slots settle, then look at the final state.
+  await Promise.all([...pending]);
+  await sleep(timing.expiresAfter + 4 * timing.retryEvery + 500);
+  stopping = true;
+  const final: FinalState = {
+    at: Date.now(),
+    rows: db.prepare('SELECT slot, holder, expires_at AS expiresAt FROM worker_leadership ORDER BY slot').all() as FinalState['rows'],
+    liveHolders: live().flatMap((w) => [...w.holders].map(([slot, holder]) => ({ slot, holder }))),
+  };
+
+  for (const worker of live()) worker.signal('SIGTERM');
+  await Promise.race([Promise.all(workers.map((w) => w.exited)), sleep(5_000)]);
+  for (const worker of live()) worker.signal('SIGKILL');
+  await Promise.all(workers.map((w) => w.exited));
+  await Promise.all([...pending]);
+
+  const ledger = db.prepare('SELECT id, slot, holder, term, seq, at FROM chaos_ledger ORDER BY id').all() as LedgerRow[];
+  db.close();
+  return { options, timing, startedAt, endedAt: Date.now(), records, faults, ledger, final };
+}

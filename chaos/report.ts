@@ -1,0 +1,82 @@
+import { CheckName, CheckResult } from './checker';
+import { FaultKind } from './history';
+import { ChaosHistory } from './orchestrator';
+
+const kinds: FaultKind[] = ['kill', 'pause', 'stop', 'resubscribe', 'lock', 'burst'];
+const checks: Array<[CheckName, string]> = [
+  ['overlap', 'overlapping beliefs'],
+  ['term-order', 'terms out of order'],
+  ['ledger', 'ledger rows out of tenure'],
+  ['pause', 'renewals after a pause while another led'],
+  ['final', 'slots left to a dead holder'],
+  ['liveness', 'gaps longer than allowed'],
+];
+
+export interface KindSummary {
+  kind: FaultKind;
+  count: number;
+  skipped: number;
+  violations: number;
+  worstGap: number | null;
+  medianGap: number | null;
+  allowed: number | null;
+}
+
+export interface ChaosSummary {
+  violations: number;
+  byCheck: Record<CheckName, number>;
+  byKind: KindSummary[];
+  counts: CheckResult['counts'];
+  worstPauseNotice: number | null;
+}
+
+export function summarize(history: ChaosHistory, result: CheckResult): ChaosSummary {
+  const byCheck = Object.fromEntries(checks.map(([check]) => [check, result.violations.filter((v) => v.check === check).length]));
+  const byKind = kinds.map((kind) => {
+    const outcomes = result.outcomes.filter((o) => o.fault.kind === kind);
+    const gaps = outcomes.map((o) => o.gap).sort((a, b) => a - b);
+    return {
+      kind,
+      count: outcomes.length,
+      skipped: history.faults.filter((f) => f.kind === kind && f.skipped).length,
+      violations: outcomes.filter((o) => o.gap > o.allowed).length,
+      worstGap: gaps.at(-1) ?? null,
+      medianGap: gaps.length ? gaps[Math.floor((gaps.length - 1) / 2)] : null,
+      allowed: outcomes.length ? Math.max(...outcomes.map((o) => o.allowed)) : null,
+    };
+  });
+  return {
+    violations: result.violations.length,
+    byCheck: byCheck as Record<CheckName, number>,
+    byKind,
+    counts: result.counts,
+    worstPauseNotice: result.pauseNotice.length ? Math.max(...result.pauseNotice) : null,
+  };
+}
+
+/** The table printed at the end of a run, in plain text that reads the same in a file. */
+export function formatSummary(history: ChaosHistory, summary: ChaosSummary, result: CheckResult): string {
+  const ms = (value: number | null) => (value === null ? '-' : `${value} ms`);
+  const rows = [
+    ['fault', 'count', 'skipped', 'violations', 'worst gap', 'median gap', 'allowed up to'],
+    ...summary.byKind.map((k) => [k.kind, `${k.count}`, `${k.skipped}`, `${k.violations}`, ms(k.worstGap), ms(k.medianGap), ms(k.allowed)]),
+  ];
+  const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
+  const table = rows.map((row) => row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join('  '));
+  const { options, timing } = history;
+  const lines = [
+    `chaos: ${options.processes} processes${options.seedWorker ? ' + 1 running the original statements' : ''}, ` +
+      `${options.slots} slot(s), ${Math.round((history.endedAt - history.startedAt) / 1000)} s, seed ${options.seed}; ` +
+      `expiresAfter ${timing.expiresAfter} ms, renewEvery ${timing.renewEvery} ms, retryEvery ${timing.retryEvery} ms`,
+    `${summary.counts.tenures} tenures, ${summary.counts.ledgerRows} fenced ledger rows, ${summary.counts.records} events recorded; ` +
+      `paused leaders noticed their loss within ${ms(summary.worstPauseNotice)} of resuming`,
+    '',
+    ...table,
+    '',
+    ...checks.map(([check, label]) => `${label}: ${summary.byCheck[check]}`),
+    ...result.violations.slice(0, 20).map((v) => `  ${v.check}: ${v.detail}`),
+    result.violations.length > 20 ? `  ... and ${result.violations.length - 20} more (see the report)` : '',
+    summary.violations === 0 ? 'no violations' : `${summary.violations} violation(s)`,
+  ];
+  return lines.filter((line, i) => line !== '' || lines[i - 1] !== '').join('\n');
+}
