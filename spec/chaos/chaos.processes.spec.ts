@@ -1,0 +1,30 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ChaosSummary } from '../../chaos/report';
+
+// The short chaos run that CI makes on every change: 4 candidate processes and one running
+// the original statements, 2 slots, 20 s of faults of every kind (seed 2 plans all six).
+describe('npm run chaos, short', () => {
+  it('injects faults of every kind and finds no violation', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'observe-leadership-chaos-spec-'));
+    const report = join(folder, 'report.json');
+    try {
+      const args = ['--processes', '4', '--duration', '20', '--lease', '600', '--seed', '2', '--slots', '2', '--report', report];
+      const chaos = spawn(process.execPath, [join(__dirname, '..', '..', 'build', 'chaos', 'main.js'), ...args]);
+      let output = '';
+      chaos.stdout.on('data', (chunk) => (output += chunk));
+      chaos.stderr.on('data', (chunk) => (output += chunk));
+      const code = await new Promise((resolve) => chaos.once('exit', resolve));
+
+      const { summary } = JSON.parse(readFileSync(report, 'utf8')) as { summary: ChaosSummary };
+      expect({ code, violations: summary.violations, output }).toEqual({ code: 0, violations: 0, output: expect.any(String) });
+      expect(summary.byKind.filter((k) => k.count > 0).length).toBeGreaterThanOrEqual(4);
+      expect(summary.counts.tenures).toBeGreaterThan(5);
+      expect(summary.counts.ledgerRows).toBeGreaterThan(0);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  }, 90_000);
+});

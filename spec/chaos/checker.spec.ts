@@ -1,0 +1,81 @@
+import { checkHistory } from '../../chaos/checker';
+import { FaultRecord, LedgerRow, WorkerRecord } from '../../chaos/history';
+import { ChaosHistory } from '../../chaos/orchestrator';
+
+// Small made-up histories, one flaw each: the checker must name it, and only it.
+const timing = { renewEvery: 200, expiresAfter: 600, retryEvery: 100 };
+let nextId = 1;
+const event = (pid: number, at: number, type: string, holder: string, term?: number, expiresAt?: number): WorkerRecord => ({
+  pid,
+  at,
+  type,
+  slot: 0,
+  holder,
+  term,
+  expiresAt,
+});
+const row = (at: number, holder: string, term: number): LedgerRow => ({ id: nextId++, slot: 0, holder, term, seq: 0, at });
+
+/** a leads (term 1) from 0 to 1000, then b (term 2) from 1001 to the end at 3000. */
+function history(changes: Partial<ChaosHistory> = {}): ChaosHistory {
+  return {
+    options: { processes: 2, duration: 3000, lease: 600, seed: 1, slots: 1, seedWorker: false },
+    timing,
+    startedAt: 0,
+    endedAt: 3000,
+    records: [
+      event(1, 0, 'elected', 'a', 1, 600),
+      event(1, 200, 'renewed', 'a', 1, 800),
+      event(1, 400, 'renewed', 'a', 1, 1000),
+      event(2, 1001, 'elected', 'b', 2, 1601),
+      event(2, 1200, 'renewed', 'b', 2, 1800),
+      event(2, 1400, 'renewed', 'b', 2, 3600),
+    ],
+    faults: [{ kind: 'kill', at: 450, slot: 0, pid: 1, holder: 'a' }],
+    ledger: [row(100, 'a', 1), row(900, 'a', 1), row(1100, 'b', 2)],
+    final: { at: 3000, rows: [{ slot: 0, holder: 'b', expiresAt: 3600 }], liveHolders: [{ slot: 0, holder: 'b' }] },
+    ...changes,
+  };
+}
+const flaws = (h: ChaosHistory) => checkHistory(h, { slack: 100 }).violations.map((v) => v.check);
+
+describe('checkHistory', () => {
+  it('finds nothing wrong with a clean history, and measures the gap after a crash from the crash', () => {
+    const result = checkHistory(history(), { slack: 100 });
+    expect(result.violations).toEqual([]);
+    expect(result.outcomes).toEqual([expect.objectContaining({ gap: 1001 - 450, allowed: 600 + 100 + 100 })]);
+  });
+
+  it('finds two holders believing at once', () => {
+    const base = history();
+    expect(flaws(history({ records: [...base.records, event(3, 500, 'elected', 'c', 3, 700)] }))).toContain('overlap');
+  });
+
+  it('finds a term that went back', () => {
+    const records = history().records.map((r) => (r.holder === 'b' ? { ...r, term: 1 } : r));
+    expect(flaws(history({ records, ledger: [] }))).toEqual(['term-order']);
+  });
+
+  it('finds a ledger row written after the next tenure began, a row of no tenure, and a term going back', () => {
+    expect(flaws(history({ ledger: [row(100, 'a', 1), row(1100, 'b', 2), row(1150, 'a', 1)] }))).toEqual(['ledger', 'ledger']);
+    expect(flaws(history({ ledger: [row(100, 'z', 9)] }))).toEqual(['ledger']);
+  });
+
+  it('finds a paused leader that renewed its old tenure after another led', () => {
+    const pause: FaultRecord = { kind: 'pause', at: 450, until: 1300, slot: 0, pid: 1, holder: 'a' };
+    const base = history({ faults: [pause] });
+    expect(flaws(base)).toEqual([]);
+    expect(flaws(history({ faults: [pause], records: [...base.records, event(1, 1310, 'renewed', 'a', 1, 1910)] }))).toContain('pause');
+  });
+
+  it('finds a slot left to a dead holder past its expiry, or left with no lease', () => {
+    const final = { at: 3000, rows: [{ slot: 0, holder: 'a', expiresAt: 1000 }], liveHolders: [{ slot: 0, holder: 'b' }] };
+    expect(flaws(history({ final }))).toEqual(['final']);
+    expect(flaws(history({ final: { ...final, rows: [] } }))).toEqual(['final']);
+  });
+
+  it('finds a gap longer than the config allows', () => {
+    const records = history().records.map((r) => (r.holder === 'b' ? { ...r, at: r.at + 500 } : r));
+    expect(flaws(history({ records, ledger: [] }))).toEqual(['liveness']);
+  });
+});

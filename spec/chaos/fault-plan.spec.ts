@@ -1,0 +1,23 @@
+import { planFaults } from '../../chaos/fault-plan';
+
+describe('planFaults', () => {
+  const options = { seed: 2, duration: 20_000, lease: 600, slots: 2 };
+
+  it('gives the same schedule for the same seed, and another for another seed', () => {
+    expect(planFaults(options)).toEqual(planFaults(options));
+    expect(planFaults({ ...options, seed: 3 })).not.toEqual(planFaults(options));
+  });
+
+  it('keeps faults between the warm-up and the quiet end, on existing slots, with lasting faults given a duration', () => {
+    const faults = planFaults({ ...options, duration: 300_000, slots: 3 });
+    expect(faults.length).toBeGreaterThan(100);
+    for (const fault of faults) {
+      expect(fault.at).toBeGreaterThanOrEqual(2 * options.lease);
+      expect(fault.at).toBeLessThan(300_000 - 2 * options.lease);
+      expect([0, 1, 2]).toContain(fault.slot);
+      if (fault.kind === 'pause') expect(fault.duration).toBeGreaterThan(options.lease);
+      if (fault.kind === 'lock') expect(fault.duration).toBeGreaterThan(0);
+    }
+    expect(new Set(faults.map((f) => f.kind))).toEqual(new Set(['kill', 'pause', 'stop', 'resubscribe', 'lock', 'burst']));
+  });
+});
