@@ -91,7 +91,7 @@ describe('observeLeadership', () => {
           return event.type;
         }),
       );
-      expectObservable(events).toBe('a 9ms #', { a: 'elected' }, failure);
+      expectObservable(events, '^ 40ms !').toBe('a 9ms #', { a: 'elected' }, failure);
     });
     expect(rows()).toEqual([]);
   });
@@ -168,7 +168,7 @@ describe('observeLeadership', () => {
     db.close();
     const scheduler = virtualTime();
     scheduler.run(({ expectObservable }) => {
-      expectObservable(observeLeadership(db, { ...timing, scheduler })).toBe('#', undefined, failedWith('DATABASE_CLOSED'));
+      expectObservable(observeLeadership(db, { ...timing, scheduler }), '^ 40ms !').toBe('#', undefined, failedWith('DATABASE_CLOSED'));
     });
   });
 
@@ -176,7 +176,7 @@ describe('observeLeadership', () => {
     const scheduler = virtualTime();
     scheduler.run(({ expectObservable }) => {
       scheduler.schedule(() => db.close(), 5);
-      expectObservable(observeLeadership(db, { ...timing, holder: 'a', scheduler })).toBe(
+      expectObservable(observeLeadership(db, { ...timing, holder: 'a', scheduler }), '^ 40ms !').toBe(
         'a 9ms #',
         { a: elected('a', 1, 30) },
         failedWith('DATABASE_CLOSED'),
@@ -194,7 +194,7 @@ describe('observeLeadership', () => {
     db.exec('CREATE TABLE worker_leadership (slot TEXT PRIMARY KEY, owner TEXT)');
     const scheduler = virtualTime();
     scheduler.run(({ expectObservable }) => {
-      expectObservable(observeLeadership(db, { ...timing, scheduler })).toBe('#', undefined, failedWith('SCHEMA_MISMATCH'));
+      expectObservable(observeLeadership(db, { ...timing, scheduler }), '^ 40ms !').toBe('#', undefined, failedWith('SCHEMA_MISMATCH'));
     });
   });
 
@@ -302,7 +302,7 @@ describe('observeLeadership on a database file', () => {
     const db = file.open({ readonly: true });
     const scheduler = virtualTime();
     scheduler.run(({ expectObservable }) => {
-      expectObservable(observeLeadership(db, { ...timing, scheduler })).toBe('#', undefined, failedWith('DATABASE_READONLY'));
+      expectObservable(observeLeadership(db, { ...timing, scheduler }), '^ 40ms !').toBe('#', undefined, failedWith('DATABASE_READONLY'));
     });
   });
 });

@@ -11,6 +11,8 @@
  * - `DATABASE_CLOSED`: the connection was closed. Terminal.
  * - `DATABASE_READONLY`: the connection or the file cannot be written. Terminal.
  * - `DATABASE_CORRUPT`: the file is not a database, or is damaged. Terminal.
+ * - `DATABASE_MOVED`: the database file was deleted or replaced since the connection opened
+ *   it, so other processes that open the path use another database. Terminal.
  * - `SCHEMA_MISMATCH`: a `worker_leadership` (or `worker_leadership_term`) table
  *   exists with another shape. Terminal.
  * - `HOLDER_IN_USE`: another live subscription of this process already campaigns
@@ -23,6 +25,7 @@ export type LeadershipErrorCode =
   | 'DATABASE_CLOSED'
   | 'DATABASE_READONLY'
   | 'DATABASE_CORRUPT'
+  | 'DATABASE_MOVED'
   | 'SCHEMA_MISMATCH'
   | 'HOLDER_IN_USE';
 

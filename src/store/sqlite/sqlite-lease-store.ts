@@ -1,4 +1,5 @@
 import type { Database, Statement, Transaction } from 'better-sqlite3';
+import { statSync } from 'node:fs';
 import { LeadershipError } from '../../leadership-error';
 import { Lease } from '../../leadership-event';
 import { AcquireResult, LeaseRecord, LeaseStore } from '../lease-store';
@@ -20,9 +21,11 @@ const statementText = {
     FROM worker_leadership AS lease LEFT JOIN worker_leadership_term AS term ON term.slot = lease.slot
     WHERE lease.slot = ?`,
   // Sets `holder` even when it is ours already, so that the take-over trigger advances the term.
+  // An expiry that is not a number was written by no valid candidate (the column has no type
+  // check): it counts as expired, or the slot would be stuck forever (text sorts after numbers).
   take: `INSERT INTO worker_leadership (slot, holder, expires_at) VALUES (@slot, @holder, @expiresAt)
     ON CONFLICT (slot) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-    WHERE expires_at < @now OR holder = @holder`,
+    WHERE expires_at < @now OR holder = @holder OR typeof(expires_at) NOT IN ('integer', 'real')`,
   renew: `UPDATE worker_leadership SET expires_at = @expiresAt WHERE ${ownTenure}`,
   release: `DELETE FROM worker_leadership WHERE ${ownTenure}`,
 };
@@ -42,6 +45,20 @@ interface Statements {
   fenced: Transaction<(lease: Lease, now: () => number, work: () => unknown) => unknown>;
 }
 
+function fileIdentity(path: string): { dev: number; ino: number } | undefined {
+  try {
+    const { dev, ino } = statSync(path);
+    return { dev, ino };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a lease still stands at `now`: `expires_at < now` ends it, as in the original worker. */
+function isLive({ expiresAt }: LeaseRecord, now: number): boolean {
+  return typeof expiresAt === 'number' && expiresAt >= now;
+}
+
 const stores = new WeakMap<Database, SqliteLeaseStore>();
 
 /** The lease store of `db`, made once per connection so that its statements are prepared once. */
@@ -58,6 +75,8 @@ export function sqliteLeaseStore(db: Database): SqliteLeaseStore {
  */
 export class SqliteLeaseStore implements LeaseStore {
   private statements: Statements | undefined;
+  /** The file this connection opened, as the file system knew it then. */
+  private file: { dev: number; ino: number } | undefined;
 
   constructor(private readonly db: Database) {}
 
@@ -65,9 +84,7 @@ export class SqliteLeaseStore implements LeaseStore {
     return this.guard((statements) => {
       // Reading first keeps followers off the write lock while a live lease stands.
       const seen = statements.read.get(slot);
-      if (seen !== undefined && seen.holder !== holder && !(seen.expiresAt < now)) {
-        return { acquired: false, lease: seen };
-      }
+      if (seen !== undefined && seen.holder !== holder && isLive(seen, now)) return { acquired: false, lease: seen };
       return statements.acquire.immediate({ slot, holder, now, expiresAt });
     });
   }
@@ -106,15 +123,36 @@ export class SqliteLeaseStore implements LeaseStore {
 
   private guard<T>(operation: (statements: Statements) => T): T {
     try {
-      return operation(this.ready());
+      const statements = this.ready();
+      this.checkFile();
+      return operation(statements);
     } catch (error) {
       throw toLeadershipError(error, this.db);
+    }
+  }
+
+  /**
+   * A connection keeps using its file after the file is deleted or replaced (WAL mode does not
+   * notice), while every process that opens the path from then on gets another database: two
+   * elections, two leaders. So each operation first checks that the path still leads to the
+   * file this connection opened.
+   */
+  private checkFile(): void {
+    if (this.file === undefined) return;
+    const now = fileIdentity(this.db.name);
+    if (now?.dev !== this.file.dev || now.ino !== this.file.ino) {
+      throw new LeadershipError(
+        'DATABASE_MOVED',
+        `The file ${this.db.name} was deleted or replaced since this connection opened it; ` +
+          'candidates that open it now use another database',
+      );
     }
   }
 
   private ready(): Statements {
     if (this.statements) return this.statements;
     if (this.db.readonly) throw new LeadershipError('DATABASE_READONLY', 'The database connection is read-only');
+    if (!this.db.memory) this.file = fileIdentity(this.db.name);
     installSqliteSchema(this.db);
     const { db } = this;
     const read = db.prepare<[number], LeaseRecord>(statementText.read);
@@ -132,7 +170,7 @@ export class SqliteLeaseStore implements LeaseStore {
       // read once the lock is held, not before: waiting for the lock may outlast the lease.
       fenced: db.transaction((held: Lease, now: () => number, runWork: () => unknown) => {
         const row = read.get(held.slot);
-        if (row === undefined || row.holder !== held.holder || row.term !== held.term || !(row.expiresAt >= now())) {
+        if (row === undefined || row.holder !== held.holder || row.term !== held.term || !isLive(row, now())) {
           throw new LeadershipError(
             'LEASE_LOST',
             `Slot ${held.slot} is no longer held by ${held.holder} for term ${held.term}` +
