@@ -50,8 +50,8 @@ function main(): void {
   };
 
   process.once('SIGTERM', () => {
+    say({ type: 'unsubscribed' }); // before the release, as worker.ts does
     attempt(() => seed.release(), undefined);
-    say({ type: 'unsubscribed' });
     process.exit(0);
   });
   say({ type: 'subscribed' });

@@ -82,9 +82,11 @@ function main(): void {
   };
 
   const unsubscribe = () => {
+    // Reported first: belief ends when unsubscribe is called, and the release that follows
+    // lets a successor in at once, which may report its election within the same millisecond.
+    for (let slot = 0; slot < slots; slot++) report({ worker, type: 'unsubscribed', slot });
     for (const subscription of subscriptions) subscription.unsubscribe();
     subscriptions = [];
-    for (let slot = 0; slot < slots; slot++) report({ worker, type: 'unsubscribed', slot });
   };
 
   const exit = () => {
