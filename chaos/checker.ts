@@ -89,8 +89,9 @@ export function checkHistory(history: ChaosHistory, { slack = 1_000 }: CheckOpti
     const before = records.filter((r) => r.pid === fault.pid && r.slot === fault.slot && r.type === 'elected' && r.at <= fault.at).at(-1);
     const takenMeanwhile = tenures.some((t) => t.slot === fault.slot && t.holder !== fault.holder && t.start > fault.at && t.start <= fault.until!);
     if (!before || !takenMeanwhile) continue;
+    // What the paused tenure said first once it ran again (its own term: later tenures are others).
     const after = records.find(
-      (r) => r.pid === fault.pid && r.slot === fault.slot && r.at >= fault.until! && ['renewed', 'lost'].includes(r.type),
+      (r) => r.pid === fault.pid && r.slot === fault.slot && r.term === before.term && r.at >= fault.until! && ['renewed', 'lost'].includes(r.type),
     );
     if (after?.type === 'renewed' && after.term === before.term) {
       flag('pause', `slot ${fault.slot}: ${fault.holder} renewed term ${before.term} after a pause while another led`);

@@ -184,9 +184,9 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
         leader.signal('SIGSTOP');
         return track(
           sleep(duration).then(() => {
+            fault.until = Date.now(); // before SIGCONT: the process may report within the millisecond
             leader.signal('SIGCONT');
             leader.paused = false;
-            fault.until = Date.now();
           }),
         );
       case 'resubscribe':
