@@ -43,19 +43,34 @@ describe('observeLeadership', () => {
     });
   });
 
-  it('releases on unsubscribe, so that a follower takes over at its next attempt, with a greater term', () => {
+  it('releases on unsubscribe, and a follower that sees the release takes over at once, with a greater term', () => {
     const scheduler = virtualTime();
     scheduler.run(({ expectObservable }) => {
       const a = observeLeadership(db, { ...timing, holder: 'a', scheduler });
       const b = observeLeadership(db, { ...timing, holder: 'b', scheduler });
       expectObservable(a, '^ 14ms !').toBe('a 9ms b', { a: elected('a', 1, 30), b: renewed('a', 1, 40) });
-      expectObservable(b, '^ 39ms !').toBe('16ms a 9ms b 9ms c', {
-        a: elected('b', 2, 46),
-        b: renewed('b', 2, 56),
-        c: renewed('b', 2, 66),
+      expectObservable(b, '^ 39ms !').toBe('15ms a 9ms b 9ms c', {
+        a: elected('b', 2, 45),
+        b: renewed('b', 2, 55),
+        c: renewed('b', 2, 65),
       });
     });
     expect(rows()).toEqual([]);
+  });
+
+  it('falls back on its timer for a release it was not told of: it takes over at its next attempt', () => {
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      // The original worker's release, through the same connection: no notification.
+      db.exec(seedTable);
+      seedStatements(db, 'rust', 30).tryAcquire(0);
+      scheduler.schedule(() => seedStatements(db, 'rust', 30).release(), 15);
+      // Attempts at 0, 4, 8, 12, then 16 finds the slot free. (Term 1: the original worker
+      // took the slot before this library's triggers existed.)
+      expectObservable(observeLeadership(db, { ...timing, holder: 'b', scheduler }), '^ 19ms !').toBe('16ms a', {
+        a: elected('b', 1, 46),
+      });
+    });
   });
 
   it('generates a fresh holder for each subscription', () => {

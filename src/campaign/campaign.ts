@@ -26,7 +26,8 @@ interface Tenure {
  * One candidate's campaign for one slot: a state machine driven by one timer at a time.
  *
  * A follower tries to acquire, then tries again after `retryEvery`, or just after the live
- * lease it saw expires if that comes sooner. A leader renews every `renewEvery`; a renewal
+ * lease it saw expires if that comes sooner, or at once when the store reports a change
+ * (a release). A leader renews every `renewEvery`; a renewal
  * that fails with a transient error is retried after `retryEvery`, and if the lease it
  * last wrote runs out first, the tenure ends (`lost`, `expired`) at that lease's
  * `expiresAt`: the leader never believes it leads past it.
@@ -38,6 +39,9 @@ export class Campaign {
   private tenure: Tenure | undefined;
   private timer: Subscription | undefined;
   private stopped = false;
+  private unwatch: (() => void) | undefined;
+  /** Whether a follower's attempt is already due at once, so that bursts of changes make one. */
+  private attemptDue = false;
 
   constructor(
     private readonly store: LeaseStore,
@@ -50,6 +54,7 @@ export class Campaign {
 
   /** Tries to acquire at once, then goes on by itself until stopped. */
   start(): void {
+    this.unwatch = this.store.watch(this.onChange);
     this.attempt();
   }
 
@@ -58,6 +63,7 @@ export class Campaign {
     if (this.stopped) return;
     this.stopped = true;
     this.timer?.unsubscribe();
+    this.unwatch?.();
     const { tenure } = this;
     this.tenure = undefined;
     if (tenure === undefined) return;
@@ -68,7 +74,15 @@ export class Campaign {
     }
   }
 
+  /** The slots may have changed hands: a follower tries at once rather than at its next timer. */
+  private readonly onChange = (): void => {
+    if (this.tenure !== undefined || this.stopped || this.attemptDue) return;
+    this.attemptDue = true;
+    this.wake(this.attempt, 0);
+  };
+
   private readonly attempt = (): void => {
+    this.attemptDue = false;
     const now = this.now();
     const expiresAt = now + this.timing.expiresAfter;
     let result: AcquireResult;
@@ -140,7 +154,9 @@ export class Campaign {
     return !this.stopped;
   }
 
+  /** Sets the one timer of this campaign, replacing any other. */
   private wake(action: () => void, delay: number): void {
+    this.timer?.unsubscribe();
     if (!this.stopped) this.timer = this.scheduler.schedule(action, delay);
   }
 

@@ -35,6 +35,13 @@ export interface LeaseStore {
   renew(lease: Lease, expiresAt: number): boolean;
   /** Frees the slot if, and only if, it still holds `lease`. Returns whether it did. */
   release(lease: Lease): boolean;
+  /**
+   * Calls `listener` when slots may have changed hands (a release, in this process or
+   * another), so that followers can try at once instead of at their next timer. Best
+   * effort: a change may go unreported, which is why campaigns keep their timers. Returns
+   * the way to stop listening.
+   */
+  watch(listener: () => void): () => void;
   /** The slot's current row, expired or not, or `undefined` when there is none. */
   read(slot: number): LeaseRecord | undefined;
   /**

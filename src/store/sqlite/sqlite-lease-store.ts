@@ -1,5 +1,5 @@
 import type { Database, Statement, Transaction } from 'better-sqlite3';
-import { statSync } from 'node:fs';
+import { FSWatcher, statSync, watch } from 'node:fs';
 import { LeadershipError } from '../../leadership-error';
 import { Lease } from '../../leadership-event';
 import { AcquireResult, LeaseRecord, LeaseStore } from '../lease-store';
@@ -77,6 +77,8 @@ export class SqliteLeaseStore implements LeaseStore {
   private statements: Statements | undefined;
   /** The file this connection opened, as the file system knew it then. */
   private file: { dev: number; ino: number } | undefined;
+  private readonly listeners = new Set<() => void>();
+  private watcher: FSWatcher | undefined;
 
   constructor(private readonly db: Database) {}
 
@@ -94,7 +96,19 @@ export class SqliteLeaseStore implements LeaseStore {
   }
 
   release(lease: Lease): boolean {
-    return this.guard((statements) => statements.release.run(lease).changes === 1);
+    const released = this.guard((statements) => statements.release.run(lease).changes === 1);
+    // Other candidates of this process on this connection; other processes see the file change.
+    if (released) this.notify();
+    return released;
+  }
+
+  watch(listener: () => void): () => void {
+    this.listeners.add(listener);
+    this.startWatching();
+    return () => {
+      this.listeners.delete(listener);
+      if (this.listeners.size === 0) this.stopWatching();
+    };
   }
 
   read(slot: number): LeaseRecord | undefined {
@@ -125,6 +139,7 @@ export class SqliteLeaseStore implements LeaseStore {
     try {
       const statements = this.ready();
       this.checkFile();
+      if (this.listeners.size > 0 && this.watcher === undefined) this.startWatching();
       return operation(statements);
     } catch (error) {
       throw toLeadershipError(error, this.db);
@@ -147,6 +162,36 @@ export class SqliteLeaseStore implements LeaseStore {
           'candidates that open it now use another database',
       );
     }
+  }
+
+  private readonly notify = (): void => {
+    for (const listener of [...this.listeners]) listener();
+  };
+
+  /**
+   * Every commit writes the -wal file in WAL mode (the database file otherwise), whoever
+   * commits, the original worker included: a watch on it wakes followers within a
+   * millisecond of a release. The watch can fail (no such file yet, a file system without
+   * notifications) or stop (the file replaced); it is tried again at the next operation.
+   */
+  private startWatching(): void {
+    if (this.watcher !== undefined || this.db.memory || !this.db.open) return;
+    try {
+      const wal = this.db.pragma('journal_mode', { simple: true }) === 'wal';
+      const watcher = watch(wal ? `${this.db.name}-wal` : this.db.name, { persistent: false }, (event) => {
+        if (event === 'rename') this.stopWatching();
+        this.notify();
+      });
+      watcher.on('error', () => this.stopWatching());
+      this.watcher = watcher;
+    } catch {
+      // Followers fall back on their timers until the next operation tries again.
+    }
+  }
+
+  private stopWatching(): void {
+    this.watcher?.close();
+    this.watcher = undefined;
   }
 
   private ready(): Statements {
