@@ -1,11 +1,11 @@
-import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { planFaults, PlannedFault } from './fault-plan';
 import { FaultRecord, LedgerRow, WorkerRecord } from './history';
+import { sleep } from './worker-process';
 import { ledgerTable, openDatabase, WorkerOptions } from './worker';
+import { WorkerKind, WorkerProcess } from './worker-process';
 
 export interface ChaosOptions {
   /** Candidate processes of ours. */
@@ -52,68 +52,6 @@ export function timingFor(lease: number): Timing {
   return { renewEvery: Math.round(lease / 3), expiresAfter: lease, retryEvery: Math.max(1, Math.round(lease / 5)) };
 }
 
-type Kind = 'candidate' | 'seed';
-
-/** One worker process; restarts make new ones under the same name. */
-class Worker {
-  readonly child: ChildProcess;
-  readonly exited: Promise<void>;
-  paused = false;
-  /** By slot: the holder this process leads with, if it leads. */
-  readonly leading = new Map<number, string>();
-  readonly holders = new Map<number, string>();
-
-  constructor(
-    readonly name: string,
-    readonly kind: Kind,
-    options: WorkerOptions,
-    onRecord: (record: WorkerRecord) => void,
-    onStderr: (text: string) => void,
-  ) {
-    const script = join(__dirname, kind === 'seed' ? 'seed-worker.js' : 'worker.js');
-    this.child = spawn(process.execPath, [script, JSON.stringify({ ...options, worker: name })], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    this.child.stdin!.on('error', () => undefined); // a killed worker's stdin may break
-    createInterface({ input: this.child.stdout! }).on('line', (line) => {
-      let record: WorkerRecord;
-      try {
-        record = JSON.parse(line);
-      } catch {
-        return onStderr(`${name}: ${line}`);
-      }
-      this.observe(record);
-      onRecord(record);
-    });
-    this.child.stderr!.on('data', (chunk) => onStderr(`${name}: ${chunk}`));
-    this.exited = new Promise((resolve) => this.child.once('exit', () => resolve()));
-  }
-
-  get pid(): number {
-    return this.child.pid!;
-  }
-
-  get alive(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  signal(signal: NodeJS.Signals): void {
-    if (this.alive) this.child.kill(signal);
-  }
-
-  send(command: string): void {
-    if (this.alive) this.child.stdin!.write(`${command}\n`);
-  }
-
-  private observe(record: WorkerRecord): void {
-    const slot = record.slot ?? 0;
-    if (record.holder) this.holders.set(slot, record.holder);
-    if (record.type === 'elected' || record.type === 'renewed') this.leading.set(slot, record.holder!);
-    if (record.type === 'lost' || record.type === 'unsubscribed' || record.type === 'terminated') this.leading.delete(slot);
-  }
-}
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * Runs worker processes on one WAL file, injects the planned faults, then lets the slots
@@ -134,14 +72,14 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
 
   const records: WorkerRecord[] = [];
   const faults: FaultRecord[] = [];
-  const workers: Worker[] = [];
+  const workers: WorkerProcess[] = [];
   const pending = new Set<Promise<unknown>>();
   const track = (promise: Promise<unknown>) => {
     pending.add(promise);
     void promise.finally(() => pending.delete(promise));
   };
-  const start = (name: string, kind: Kind) => {
-    const worker = new Worker(
+  const start = (name: string, kind: WorkerKind) => {
+    const worker = new WorkerProcess(
       name,
       kind,
       workerOptions,
@@ -155,7 +93,7 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
   const leaderOf = (slot: number) => live().find((w) => w.leading.has(slot) && !w.paused);
   let stopping = false;
   let lockHeld = false;
-  const restartLater = (worker: Worker) =>
+  const restartLater = (worker: WorkerProcess) =>
     track(worker.exited.then(() => sleep(timing.retryEvery)).then(() => stopping || start(worker.name, worker.kind)));
 
   for (let i = 1; i <= options.processes; i++) start(`w${i}`, 'candidate');

@@ -3,13 +3,15 @@
  * the original, it keeps trying to acquire while it follows (the original tries at boot,
  * then restarts), so that it competes all the time. It reports when it believes it leads,
  * as JSON lines like worker.ts: from a successful acquire to the expiry it last wrote, or
- * until a renewal fails. SIGTERM releases with the original's DELETE.
+ * until a renewal fails. SIGTERM releases with the original's DELETE. It takes the same
+ * stdin commands as worker.ts (`unsubscribe` releases and stops, `subscribe` starts again).
  *
  * Options come as JSON in argv[2]: { file, worker?, renewEvery, expiresAfter, retryEvery }.
  */
 import { ulid } from 'ulid';
 import { seedStatements, seedTable } from './seed-statements';
-import { openDatabase, report, WorkerOptions } from './worker';
+import { createInterface } from 'node:readline';
+import { openDatabase, report, reportUsage, WorkerOptions } from './worker';
 
 function main(): void {
   const { file, worker, renewEvery, expiresAfter, retryEvery, busyTimeout = 50 } = JSON.parse(process.argv[2]) as WorkerOptions;
@@ -28,34 +30,44 @@ function main(): void {
     }
   };
 
+  let timer: NodeJS.Timeout | undefined;
   const follow = (): void => {
     const now = Date.now();
     if (!attempt(() => seed.tryAcquire(now), false)) {
-      setTimeout(follow, retryEvery);
+      timer = setTimeout(follow, retryEvery);
       return;
     }
     say({ type: 'elected', expiresAt: now + expiresAfter });
-    setTimeout(lead, renewEvery);
+    timer = setTimeout(lead, renewEvery);
   };
 
   const lead = (): void => {
     const now = Date.now();
     if (attempt(() => seed.renew(now), false)) {
       say({ type: 'renewed', expiresAt: now + expiresAfter });
-      setTimeout(lead, renewEvery);
+      timer = setTimeout(lead, renewEvery);
       return;
     }
     say({ type: 'lost', reason: 'renewal failed' });
     follow();
   };
 
-  process.once('SIGTERM', () => {
+  const subscribe = () => {
+    say({ type: 'subscribed' });
+    follow();
+  };
+  const unsubscribe = () => {
+    clearTimeout(timer);
     say({ type: 'unsubscribed' }); // before the release, as worker.ts does
     attempt(() => seed.release(), undefined);
+  };
+  const commands: Record<string, () => void> = { subscribe, unsubscribe, usage: reportUsage };
+  createInterface({ input: process.stdin }).on('line', (line) => commands[line.trim()]?.());
+  process.once('SIGTERM', () => {
+    unsubscribe();
     process.exit(0);
   });
-  say({ type: 'subscribed' });
-  follow();
+  subscribe();
 }
 
 if (require.main === module) main();

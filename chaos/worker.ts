@@ -5,10 +5,12 @@
  *
  * Options come as JSON in argv[2] (see WorkerOptions). Commands come one per line on
  * stdin: `unsubscribe`, `subscribe`, `fenced-write` (one more write with the last lease of
- * each slot, whatever the campaign says since), `exit`. SIGTERM is a graceful stop.
+ * each slot, whatever the campaign says since), `usage` (CPU and event-loop time, for the
+ * benchmark), `exit`. SIGTERM is a graceful stop.
  */
 import Database from 'better-sqlite3';
 import { createInterface } from 'node:readline';
+import { performance } from 'node:perf_hooks';
 import { EMPTY, interval, map, Subscription, tap } from 'rxjs';
 import { ElectedEvent, fenced, LeadershipEvent, observeLeadership, whileLeader } from 'observe-leadership';
 
@@ -41,6 +43,16 @@ export function openDatabase(file: string, busyTimeout: number): Database.Databa
 
 export function report(record: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify({ at: Date.now(), pid: process.pid, ...record })}\n`);
+}
+
+/**
+ * For the benchmark: the CPU time used so far (µs) and the event loop's busy time (ms), as
+ * libuv counts it (no timer of its own, so that measuring costs nothing).
+ */
+export function reportUsage(): void {
+  const { user, system } = process.cpuUsage();
+  const { active, idle } = performance.eventLoopUtilization();
+  report({ type: 'usage', cpu: user + system, uptime: process.uptime() * 1000, loopActive: active, loopTotal: active + idle });
 }
 
 function main(): void {
@@ -99,6 +111,7 @@ function main(): void {
     subscribe,
     unsubscribe,
     'fenced-write': () => lastLeases.forEach((lease) => fencedWrite(lease, -1)),
+    usage: reportUsage,
     exit,
   };
   createInterface({ input: process.stdin }).on('line', (line) => commands[line.trim()]?.());

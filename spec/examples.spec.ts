@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { eventually } from './support/eventually';
+import { eventually } from '../chaos/eventually';
 import { temporaryDatabase } from './support/temporary-database';
 
 // README's first example, run as a user runs it, so that it cannot rot.

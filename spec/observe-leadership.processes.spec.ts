@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { beliefSegments, overlappingBeliefs } from '../chaos/history';
 import type { WorkerOptions } from '../chaos/worker';
 import { ChildWorker } from './support/child-worker';
-import { eventually } from './support/eventually';
+import { eventually } from '../chaos/eventually';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 
 // Real processes on a real WAL file. Every wait is for a condition, with a generous limit;
@@ -17,7 +17,7 @@ describe('observeLeadership across processes', () => {
     workers.push(worker);
     return worker;
   };
-  const leaderAmong = (candidates: ChildWorker[]) => eventually('a leader', () => candidates.find((w) => w.leading));
+  const leaderAmong = (candidates: ChildWorker[]) => eventually('a leader', () => candidates.find((w) => w.leads));
   const history = () => workers.flatMap((w) => beliefSegments(w.records));
 
   beforeEach(() => {
@@ -48,7 +48,7 @@ describe('observeLeadership across processes', () => {
       await eventually('three renewals', () => leader.records.filter((r) => r.type === 'renewed').length >= 3);
       await eventually('every candidate campaigning', () => candidates.every((w) => w.find('subscribed')));
 
-      expect(candidates.filter((w) => w.leading)).toEqual([leader]);
+      expect(candidates.filter((w) => w.leads)).toEqual([leader]);
       const row = database.open().prepare('SELECT holder FROM worker_leadership WHERE slot = 0').get();
       expect(row).toEqual({ holder: elected.holder });
       expect(overlappingBeliefs(history())).toEqual([]);

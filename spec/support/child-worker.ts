@@ -1,36 +1,14 @@
-import { ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-
 import type { WorkerRecord } from '../../chaos/history';
 import type { WorkerOptions } from '../../chaos/worker';
+import { WorkerKind, WorkerProcess } from '../../chaos/worker-process';
 
-// The chaos harness's workers, as built by `npm test` (build/chaos), run in their own processes.
-const scripts = { candidate: 'worker.js', seed: 'seed-worker.js' };
-const buildFolder = join(__dirname, '..', '..', 'build', 'chaos');
-
-/** A worker in its own Node.js process, and everything it has reported so far. */
-export class ChildWorker {
-  readonly records: WorkerRecord[] = [];
-  readonly exited: Promise<void>;
-  private readonly child: ChildProcess;
+/** A chaos worker in its own process, with what the specs ask of it. */
+export class ChildWorker extends WorkerProcess {
   private stderr = '';
 
-  constructor(
-    readonly kind: keyof typeof scripts,
-    options: WorkerOptions,
-  ) {
-    this.child = spawn(process.execPath, [join(buildFolder, scripts[kind]), JSON.stringify(options)], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    createInterface({ input: this.child.stdout! }).on('line', (line) => this.records.push(JSON.parse(line)));
-    this.child.stderr!.on('data', (chunk) => (this.stderr += chunk));
-    this.exited = new Promise((resolve) => this.child.once('exit', () => resolve()));
-  }
-
-  get pid(): number {
-    return this.child.pid!;
+  constructor(kind: WorkerKind, options: WorkerOptions) {
+    super(kind, kind, options, () => undefined, (text) => (this.stderr += text));
   }
 
   /** The first record of that type (and matching `where`), if any. */
@@ -42,23 +20,9 @@ export class ChildWorker {
     return this.records.filter((record) => record.type === type).at(-1);
   }
 
-  get alive(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  /** Whether, by its own reports, it leads now: alive, and its last elected not followed by a lost. */
-  get leading(): boolean {
-    if (!this.alive) return false;
-    const state = this.records.filter((r) => ['elected', 'lost', 'unsubscribed', 'terminated'].includes(r.type)).at(-1);
-    return state?.type === 'elected';
-  }
-
-  send(command: string): void {
-    this.child.stdin!.write(`${command}\n`);
-  }
-
-  signal(signal: NodeJS.Signals): void {
-    this.child.kill(signal);
+  /** Whether, by its own reports, it leads slot 0 now (and is alive). */
+  get leads(): boolean {
+    return this.alive && this.leading.has(0);
   }
 
   /** Whether the kernel shows the process as stopped (SIGSTOP has taken effect). */
@@ -73,7 +37,7 @@ export class ChildWorker {
 
   /** Ends the process (if still running) and waits for it. */
   async stop(): Promise<void> {
-    if (this.alive) this.child.kill('SIGKILL');
+    this.signal('SIGKILL');
     await this.exited;
   }
 

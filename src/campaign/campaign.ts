@@ -1,7 +1,10 @@
 import { SchedulerLike, Subscription } from 'rxjs';
 import { LeadershipError } from '../leadership-error';
 import { Lease, LeadershipEvent, LostReason } from '../leadership-event';
-import { AcquireResult, LeaseStore } from '../store/lease-store';
+import { AcquireResult, ChangeOrigin, LeaseStore } from '../store/lease-store';
+
+/** Ms over which followers spread their attempts after a change seen through the file. */
+const changeSpread = 10;
 
 /** The durations that drive a campaign, in milliseconds (see `LeadershipConfig`). */
 export interface CampaignTiming {
@@ -74,11 +77,17 @@ export class Campaign {
     }
   }
 
-  /** The slots may have changed hands: a follower tries at once rather than at its next timer. */
-  private readonly onChange = (): void => {
+  /**
+   * The slots may have changed hands: a follower tries at once rather than at its next
+   * timer. A change seen through the file reaches every follower of every process at the
+   * same moment; each waits a random fraction of `changeSpread` first, so that one of them
+   * takes the slot within a millisecond or so while the others, coming later, find it taken
+   * by reading alone instead of all queueing for the write lock on a busy machine.
+   */
+  private readonly onChange = (origin: ChangeOrigin): void => {
     if (this.tenure !== undefined || this.stopped || this.attemptDue) return;
     this.attemptDue = true;
-    this.wake(this.attempt, 0);
+    this.wake(this.attempt, origin === 'here' ? 0 : Math.floor(Math.random() * changeSpread));
   };
 
   private readonly attempt = (): void => {

@@ -7,6 +7,12 @@ export interface LeaseRecord {
   readonly expiresAt: number;
 }
 
+/**
+ * Where a change came from: this connection (its candidates hear of it in turn, at once), or
+ * anywhere, as a file watch reports it to every process at the same moment.
+ */
+export type ChangeOrigin = 'here' | 'anywhere';
+
 /** What an acquire attempt found: whether it won, and the slot's lease after the attempt. */
 export interface AcquireResult {
   readonly acquired: boolean;
@@ -41,7 +47,7 @@ export interface LeaseStore {
    * effort: a change may go unreported, which is why campaigns keep their timers. Returns
    * the way to stop listening.
    */
-  watch(listener: () => void): () => void;
+  watch(listener: (origin: ChangeOrigin) => void): () => void;
   /** The slot's current row, expired or not, or `undefined` when there is none. */
   read(slot: number): LeaseRecord | undefined;
   /**

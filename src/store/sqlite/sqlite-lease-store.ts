@@ -2,7 +2,7 @@ import type { Database, Statement, Transaction } from 'better-sqlite3';
 import { FSWatcher, statSync, watch } from 'node:fs';
 import { LeadershipError } from '../../leadership-error';
 import { Lease } from '../../leadership-event';
-import { AcquireResult, LeaseRecord, LeaseStore } from '../lease-store';
+import { AcquireResult, ChangeOrigin, LeaseRecord, LeaseStore } from '../lease-store';
 import { toLeadershipError } from './sqlite-error';
 import { installSqliteSchema } from './sqlite-schema';
 
@@ -77,7 +77,7 @@ export class SqliteLeaseStore implements LeaseStore {
   private statements: Statements | undefined;
   /** The file this connection opened, as the file system knew it then. */
   private file: { dev: number; ino: number } | undefined;
-  private readonly listeners = new Set<() => void>();
+  private readonly listeners = new Set<(origin: ChangeOrigin) => void>();
   private watcher: FSWatcher | undefined;
 
   constructor(private readonly db: Database) {}
@@ -98,11 +98,11 @@ export class SqliteLeaseStore implements LeaseStore {
   release(lease: Lease): boolean {
     const released = this.guard((statements) => statements.release.run(lease).changes === 1);
     // Other candidates of this process on this connection; other processes see the file change.
-    if (released) this.notify();
+    if (released) this.notify('here');
     return released;
   }
 
-  watch(listener: () => void): () => void {
+  watch(listener: (origin: ChangeOrigin) => void): () => void {
     this.listeners.add(listener);
     this.startWatching();
     return () => {
@@ -164,9 +164,9 @@ export class SqliteLeaseStore implements LeaseStore {
     }
   }
 
-  private readonly notify = (): void => {
-    for (const listener of [...this.listeners]) listener();
-  };
+  private notify(origin: ChangeOrigin): void {
+    for (const listener of [...this.listeners]) listener(origin);
+  }
 
   /**
    * Every commit writes the -wal file in WAL mode (the database file otherwise), whoever
@@ -180,7 +180,7 @@ export class SqliteLeaseStore implements LeaseStore {
       const wal = this.db.pragma('journal_mode', { simple: true }) === 'wal';
       const watcher = watch(wal ? `${this.db.name}-wal` : this.db.name, { persistent: false }, (event) => {
         if (event === 'rename') this.stopWatching();
-        this.notify();
+        this.notify('anywhere');
       });
       watcher.on('error', () => this.stopWatching());
       this.watcher = watcher;

@@ -1,0 +1,363 @@
+/**
+ * npm run bench [-- --smoke] [-- --out FOLDER]
+ *
+ * Measures failover and cost with this library and, side by side in the same run, with a
+ * baseline that does what the original worker does (its statements, polling at a fixed
+ * interval). Prints one table, writes results.json and latency.svg into FOLDER (bench/ by
+ * default; a temporary folder for --smoke, the tiny run that CI makes so that this script
+ * cannot rot).
+ */
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { eventually } from '../chaos/eventually';
+import { mulberry32 } from '../chaos/fault-plan';
+import { WorkerRecord } from '../chaos/history';
+import { seedStatements, seedTable } from '../chaos/seed-statements';
+import { openDatabase } from '../chaos/worker';
+import { sleep, WorkerKind, WorkerProcess } from '../chaos/worker-process';
+import { sqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
+import { renderChart } from './chart';
+
+interface Timing {
+  renewEvery: number;
+  expiresAfter: number;
+  retryEvery: number;
+}
+
+/** The library's defaults, which the original worker shares (retryEvery aside: it has none). */
+const defaults: Timing = { renewEvery: 30_000, expiresAfter: 60_000, retryEvery: 1_000 };
+/** Crash takeover waits for the lease: a one-second lease keeps the trials short. */
+const shortLease: Timing = { renewEvery: 300, expiresAfter: 1_000, retryEvery: 1_000 };
+
+export interface Distribution {
+  samples: number[];
+  p50: number;
+  p99: number;
+}
+
+export interface Comparison {
+  scenario: string;
+  unit: string;
+  ours: Distribution;
+  baseline: Distribution;
+}
+
+function distribution(samples: number[]): Distribution {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN;
+  return { samples, p50: at(0.5), p99: at(0.99) };
+}
+
+/** Worker processes of one kind on one fresh database file. */
+class Cluster {
+  readonly processes: WorkerProcess[] = [];
+  readonly file: string;
+
+  constructor(
+    readonly kind: WorkerKind,
+    readonly timing: Timing,
+    folder: string,
+  ) {
+    this.file = join(mkdtempSync(join(folder, `${kind}-`)), 'bench.db');
+  }
+
+  spawn(): WorkerProcess {
+    const name = `${this.kind}${this.processes.length + 1}`;
+    const worker = new WorkerProcess(name, this.kind, { file: this.file, ...this.timing }, () => undefined, (text) =>
+      process.stderr.write(text),
+    );
+    this.processes.push(worker);
+    return worker;
+  }
+
+  async start(count: number): Promise<void> {
+    const started = Array.from({ length: count }, () => this.spawn());
+    await eventually('every worker campaigning', () => started.every((w) => w.records.some((r) => r.type === 'subscribed')), 120_000);
+    await this.leader();
+  }
+
+  alive(): WorkerProcess[] {
+    return this.processes.filter((w) => w.alive);
+  }
+
+  leader(): Promise<WorkerProcess> {
+    return eventually('a leader', () => this.alive().find((w) => w.leading.has(0)), 120_000);
+  }
+
+  /** The first `elected` reported at or after `since` by any process but `except`. */
+  elected(since: number, except: WorkerProcess): Promise<WorkerRecord> {
+    return eventually(
+      'a new leader',
+      () =>
+        this.processes
+          .filter((w) => w !== except)
+          .flatMap((w) => w.records)
+          .find((r) => r.type === 'elected' && r.at >= since),
+      120_000,
+    );
+  }
+
+  errors(): number {
+    return this.processes.flatMap((w) => w.records).filter((r) => r.type === 'error').length;
+  }
+
+  async stop(): Promise<void> {
+    for (const worker of this.alive()) worker.signal('SIGTERM');
+    await Promise.race([Promise.all(this.processes.map((w) => w.exited)), sleep(5_000)]);
+    for (const worker of this.alive()) worker.signal('SIGKILL');
+    await Promise.all(this.processes.map((w) => w.exited));
+  }
+}
+
+/** Graceful handoff: the leader releases; time from its release to the next `elected`. */
+async function handoffs(cluster: Cluster, trials: number, random: () => number): Promise<number[]> {
+  const latencies: number[] = [];
+  for (let trial = 0; trial < trials; trial++) {
+    const leader = await cluster.leader();
+    // At a random point of the followers' polling, so that the baseline's phases do not
+    // line up with the trials.
+    await sleep(random() * cluster.timing.retryEvery);
+    const mark = Date.now();
+    leader.send('unsubscribe');
+    const released = await eventually('the release', () => leader.records.find((r) => r.type === 'unsubscribed' && r.at >= mark));
+    const elected = await cluster.elected(released.at, leader);
+    latencies.push(elected.at - released.at);
+    leader.send('subscribe');
+    await eventually('the old leader campaigning again', () => leader.records.find((r) => r.type === 'subscribed' && r.at >= mark));
+    await sleep(20);
+  }
+  return latencies;
+}
+
+/** Crash takeover: SIGKILL the leader at a random point of its renewal cycle; time to the next `elected`. */
+async function takeovers(cluster: Cluster, trials: number, random: () => number): Promise<{ fromKill: number[]; pastExpiry: number[] }> {
+  const fromKill: number[] = [];
+  const pastExpiry: number[] = [];
+  for (let trial = 0; trial < trials; trial++) {
+    const leader = await cluster.leader();
+    await sleep(random() * cluster.timing.renewEvery);
+    const killedAt = Date.now();
+    leader.signal('SIGKILL');
+    await leader.exited;
+    const elected = await cluster.elected(killedAt, leader);
+    const lastExpiry = Math.max(...leader.records.filter((r) => r.expiresAt !== undefined).map((r) => r.expiresAt!));
+    fromKill.push(elected.at - killedAt);
+    pastExpiry.push(elected.at - lastExpiry);
+    const replacement = cluster.spawn();
+    await eventually('the replacement campaigning', () => replacement.records.some((r) => r.type === 'subscribed'), 60_000);
+  }
+  return { fromKill, pastExpiry };
+}
+
+/** CPU used by an idle leader and an idle follower, in % of one core, over `seconds`. */
+async function idleCost(cluster: Cluster, seconds: number): Promise<{ leader: number; follower: number }> {
+  const leader = await cluster.leader();
+  const follower = cluster.alive().find((w) => w !== leader)!;
+  const usage = async (worker: WorkerProcess) => {
+    const mark = Date.now();
+    worker.send('usage');
+    return eventually('usage', () => worker.records.find((r) => r.type === 'usage' && r.at >= mark)) as Promise<
+      WorkerRecord & { cpu: number; uptime: number }
+    >;
+  };
+  await sleep(1_000); // past start-up
+  const before = await Promise.all([usage(leader), usage(follower)]);
+  await sleep(seconds * 1000);
+  const after = await Promise.all([usage(leader), usage(follower)]);
+  const percent = (i: number) => ((after[i].cpu - before[i].cpu) / 1000 / (after[i].uptime - before[i].uptime)) * 100;
+  return { leader: percent(0), follower: percent(1) };
+}
+
+/** The cost of one statement group, in µs, in this process, on a WAL file; and the worst single call, in ms. */
+function statementCosts(folder: string, calls: number) {
+  const db = openDatabase(join(mkdtempSync(join(folder, 'statements-')), 'bench.db'), 50);
+  db.exec(seedTable);
+  const store = sqliteLeaseStore(db);
+  const seed = seedStatements(db, 'rust', 60_000);
+  const otherSeed = seedStatements(db, 'other', 60_000);
+  const time = (operation: (i: number) => void) => {
+    for (let i = 0; i < 100; i++) operation(-1 - i); // warm up: prepared statements, JIT
+    const durations: number[] = [];
+    for (let i = 0; i < calls; i++) {
+      const start = performance.now();
+      operation(i);
+      durations.push(performance.now() - start);
+    }
+    const sorted = [...durations].sort((a, b) => a - b);
+    return {
+      meanMicros: (durations.reduce((a, b) => a + b, 0) / calls) * 1000,
+      p99Millis: sorted[Math.floor(calls * 0.99)],
+      p999Millis: sorted[Math.floor(calls * 0.999)],
+      worstMillis: sorted[calls - 1],
+    };
+  };
+  const now = Date.now();
+  store.acquire(0, 'a', now, now + 60_000);
+  const term = store.read(0)!.term;
+  const results = {
+    ours: {
+      renew: time((i) => store.renew({ slot: 0, holder: 'a', term }, now + 60_000 + i)),
+      followerAttempt: time(() => store.acquire(0, 'b', now, now + 60_000)),
+      acquire: time((i) => store.acquire(1, 'a', now + i, now + i + 60_000)),
+    },
+    baseline: {} as Record<string, { meanMicros: number; p99Millis: number; p999Millis: number; worstMillis: number }>,
+  };
+  store.release({ slot: 0, holder: 'a', term: store.read(0)!.term });
+  seed.tryAcquire(now);
+  results.baseline = {
+    renew: time((i) => seed.renew(now + i)),
+    followerAttempt: time(() => otherSeed.tryAcquire(now)),
+  };
+  db.close();
+  return results;
+}
+
+async function compare(
+  scenario: string,
+  run: (kind: WorkerKind) => Promise<number[]>,
+): Promise<Comparison> {
+  const ours = distribution(await run('candidate'));
+  const baseline = distribution(await run('seed'));
+  return { scenario, unit: 'ms', ours, baseline };
+}
+
+async function main(): Promise<void> {
+  const smoke = process.argv.includes('--smoke');
+  const outIndex = process.argv.indexOf('--out');
+  const out = outIndex > 0 ? process.argv[outIndex + 1] : smoke ? mkdtempSync(join(os.tmpdir(), 'bench-smoke-')) : join(__dirname, '..', '..', 'bench');
+  const folder = mkdtempSync(join(os.tmpdir(), 'observe-leadership-bench-'));
+  const size = smoke
+    ? { processes: 3, trials: 3, takeoverTrials: 2, scaleProcesses: 6, scaleTrials: 2, idleSeconds: 1, calls: 200 }
+    : { processes: 4, trials: 40, takeoverTrials: 20, scaleProcesses: 64, scaleTrials: 15, idleSeconds: 30, calls: 20_000 };
+  const random = mulberry32(7);
+  const log = (line: string) => console.log(line);
+  const busyErrors: Record<string, number> = {};
+
+  const withCluster = async <T>(kind: WorkerKind, timing: Timing, count: number, body: (cluster: Cluster) => Promise<T>) => {
+    const cluster = new Cluster(kind, timing, folder);
+    try {
+      await cluster.start(count);
+      return await body(cluster);
+    } finally {
+      await cluster.stop();
+    }
+  };
+
+  log(`benchmark${smoke ? ' (smoke)' : ''}: ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node.js ${process.version}`);
+  const comparisons: Comparison[] = [];
+  comparisons.push(
+    await compare(`graceful handoff, ${size.processes} processes`, (kind) =>
+      withCluster(kind, defaults, size.processes, (cluster) => handoffs(cluster, size.trials, random)),
+    ),
+  );
+  log(`handoff done`);
+  const takeover: Record<WorkerKind, { fromKill: number[]; pastExpiry: number[] }> = {} as never;
+  for (const kind of ['candidate', 'seed'] as const) {
+    takeover[kind] = await withCluster(kind, shortLease, size.processes, (cluster) => takeovers(cluster, size.takeoverTrials, random));
+  }
+  comparisons.push({
+    scenario: `crash takeover (SIGKILL), expiresAfter ${shortLease.expiresAfter} ms`,
+    unit: 'ms',
+    ours: distribution(takeover.candidate.fromKill),
+    baseline: distribution(takeover.seed.fromKill),
+  });
+  comparisons.push({
+    scenario: '  of which past the lease expiry',
+    unit: 'ms',
+    ours: distribution(takeover.candidate.pastExpiry),
+    baseline: distribution(takeover.seed.pastExpiry),
+  });
+  log(`takeover done`);
+  comparisons.push(
+    await compare(`graceful handoff, ${size.scaleProcesses} processes`, (kind) =>
+      withCluster(kind, defaults, size.scaleProcesses, async (cluster) => {
+        const errorsBefore = cluster.errors();
+        const latencies = await handoffs(cluster, size.scaleTrials, random);
+        busyErrors[kind] = cluster.errors() - errorsBefore;
+        return latencies;
+      }),
+    ),
+  );
+  log(`scale done`);
+  const idle = {
+    ours: await withCluster('candidate', defaults, 2, (cluster) => idleCost(cluster, size.idleSeconds)),
+    baseline: await withCluster('seed', defaults, 2, (cluster) => idleCost(cluster, size.idleSeconds)),
+  };
+  const statements = statementCosts(folder, size.calls);
+
+  const results = {
+    date: new Date().toISOString(),
+    smoke,
+    machine: {
+      cores: os.cpus().length,
+      cpu: os.cpus()[0]?.model,
+      memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+      node: process.version,
+      os: `${os.type()} ${os.release()}`,
+    },
+    config: { defaults, shortLease, ...size },
+    comparisons,
+    busyErrorsDuringScaleHandoffs: busyErrors,
+    idleCpuPercentOfOneCore: idle,
+    statements,
+  };
+  mkdirSync(out, { recursive: true });
+  writeFileSync(join(out, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(join(out, 'latency.svg'), renderChart(comparisons.filter((c) => !c.scenario.startsWith(' '))));
+
+  const format = (value: number) => (value >= 100 ? value.toFixed(0) : value >= 1 ? value.toFixed(1) : value.toFixed(3));
+  const rows = [
+    ['scenario', 'ours p50 / p99', 'baseline p50 / p99', 'baseline / ours (p50)'],
+    ...comparisons.map((c) => [
+      c.scenario,
+      `${format(c.ours.p50)} / ${format(c.ours.p99)} ms`,
+      `${format(c.baseline.p50)} / ${format(c.baseline.p99)} ms`,
+      c.ours.p50 > 0 ? `${format(c.baseline.p50 / c.ours.p50)}x` : '-',
+    ]),
+    [
+      'idle CPU, leader / follower',
+      `${idle.ours.leader.toFixed(3)} / ${idle.ours.follower.toFixed(3)} %`,
+      `${idle.baseline.leader.toFixed(3)} / ${idle.baseline.follower.toFixed(3)} %`,
+      '',
+    ],
+    [
+      'renew; follower attempt (µs, mean)',
+      `${format(statements.ours.renew.meanMicros)}; ${format(statements.ours.followerAttempt.meanMicros)}`,
+      `${format(statements.baseline.renew.meanMicros)}; ${format(statements.baseline.followerAttempt.meanMicros)}`,
+      '',
+    ],
+    ['acquire (µs, mean)', `${format(statements.ours.acquire.meanMicros)}`, '', ''],
+    [
+      'single call, 99th percentile (ms)',
+      `${format(Math.max(...Object.values(statements.ours).map((s) => s.p99Millis)))}`,
+      `${format(Math.max(...Object.values(statements.baseline).map((s) => s.p99Millis)))}`,
+      '',
+    ],
+    [
+      'single call, 99.9th percentile (ms)',
+      `${format(Math.max(...Object.values(statements.ours).map((s) => s.p999Millis)))}`,
+      `${format(Math.max(...Object.values(statements.baseline).map((s) => s.p999Millis)))}`,
+      '',
+    ],
+    [
+      'worst single call (ms)',
+      `${format(Math.max(...Object.values(statements.ours).map((s) => s.worstMillis)))}`,
+      `${format(Math.max(...Object.values(statements.baseline).map((s) => s.worstMillis)))}`,
+      '',
+    ],
+    [`error events, ${size.scaleProcesses}-process handoffs`, `${busyErrors.candidate}`, `${busyErrors.seed}`, ''],
+  ];
+  const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
+  log('');
+  for (const row of rows) log(row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  '));
+  log(`\nresults: ${join(out, 'results.json')}, chart: ${join(out, 'latency.svg')}`);
+}
+
+if (require.main === module) {
+  main().catch((error) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
+}

@@ -1,0 +1,74 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { WorkerRecord } from './history';
+import { WorkerOptions } from './worker';
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export type WorkerKind = 'candidate' | 'seed';
+
+// The compiled worker scripts: beside this file once built, or in build/chaos when this
+// file runs from source (the specs, under ts-jest).
+const scripts = __dirname.endsWith(join('build', 'chaos')) ? __dirname : join(__dirname, '..', 'build', 'chaos');
+
+/** One worker process (worker.js or seed-worker.js) and what it reported; restarts make new ones. */
+export class WorkerProcess {
+  readonly child: ChildProcess;
+  readonly exited: Promise<void>;
+  paused = false;
+  readonly records: WorkerRecord[] = [];
+  /** By slot: the holder this process leads with, if it leads. */
+  readonly leading = new Map<number, string>();
+  readonly holders = new Map<number, string>();
+
+  constructor(
+    readonly name: string,
+    readonly kind: WorkerKind,
+    options: WorkerOptions,
+    onRecord: (record: WorkerRecord) => void,
+    onStderr: (text: string) => void,
+  ) {
+    const script = join(scripts, kind === 'seed' ? 'seed-worker.js' : 'worker.js');
+    this.child = spawn(process.execPath, [script, JSON.stringify({ ...options, worker: name })], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    this.child.stdin!.on('error', () => undefined); // a killed worker's stdin may break
+    createInterface({ input: this.child.stdout! }).on('line', (line) => {
+      let record: WorkerRecord;
+      try {
+        record = JSON.parse(line);
+      } catch {
+        return onStderr(`${name}: ${line}`);
+      }
+      this.observe(record);
+      this.records.push(record);
+      onRecord(record);
+    });
+    this.child.stderr!.on('data', (chunk) => onStderr(`${name}: ${chunk}`));
+    this.exited = new Promise((resolve) => this.child.once('exit', () => resolve()));
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  get alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  signal(signal: NodeJS.Signals): void {
+    if (this.alive) this.child.kill(signal);
+  }
+
+  send(command: string): void {
+    if (this.alive) this.child.stdin!.write(`${command}\n`);
+  }
+
+  private observe(record: WorkerRecord): void {
+    const slot = record.slot ?? 0;
+    if (record.holder) this.holders.set(slot, record.holder);
+    if (record.type === 'elected' || record.type === 'renewed') this.leading.set(slot, record.holder!);
+    if (record.type === 'lost' || record.type === 'unsubscribed' || record.type === 'terminated') this.leading.delete(slot);
+  }
+}

@@ -1,0 +1,30 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Comparison } from '../../bench/bench';
+
+// The benchmark is a script, not a timed test: this only runs its tiny smoke, so that it
+// cannot rot. It asserts that every scenario produced numbers, never what they are.
+describe('npm run bench -- --smoke', () => {
+  it('runs every scenario on both sides and writes the results and the chart', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'observe-leadership-bench-spec-'));
+    try {
+      const bench = spawn(process.execPath, [join(__dirname, '..', '..', 'build', 'bench', 'bench.js'), '--smoke', '--out', out]);
+      let output = '';
+      bench.stdout.on('data', (chunk) => (output += chunk));
+      bench.stderr.on('data', (chunk) => (output += chunk));
+      const code = await new Promise((resolve) => bench.once('exit', resolve));
+      expect({ code, output }).toEqual({ code: 0, output: expect.stringContaining('graceful handoff') });
+
+      const results = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as { comparisons: Comparison[] };
+      expect(results.comparisons.length).toBeGreaterThanOrEqual(4);
+      for (const { ours, baseline } of results.comparisons) {
+        expect(Number.isFinite(ours.p50) && Number.isFinite(baseline.p50)).toBe(true);
+      }
+      expect(existsSync(join(out, 'latency.svg'))).toBe(true);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
