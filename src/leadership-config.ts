@@ -18,9 +18,10 @@ export interface LeadershipConfig {
   /**
    * How often a follower tries again, and how soon a leader retries a renewal that
    * failed. A follower that sees a live lease also aims its next attempt just after that
-   * lease's expiry, so a crashed leader is replaced at expiry whatever this value; it
-   * bounds how long a release goes unnoticed. One attempt is one read of a tiny table,
-   * microseconds of work, which makes a second cheap enough to keep as the default.
+   * lease's expiry, so a crashed leader is replaced at expiry whatever this value, and
+   * followers wake on a release; it bounds how long a release goes unnoticed when that
+   * wake-up is missed. One attempt is one read of a tiny table, microseconds of work,
+   * which makes a second cheap enough to keep as the default.
    * @default 1_000
    */
   retryEvery?: number;
