@@ -33,11 +33,16 @@ export const ledgerTable = `CREATE TABLE IF NOT EXISTS chaos_ledger (
   id INTEGER PRIMARY KEY, slot INTEGER NOT NULL, holder TEXT NOT NULL, term INTEGER NOT NULL,
   seq INTEGER NOT NULL, at INTEGER NOT NULL)`;
 
-/** Opens `file` as the README advises: WAL, synchronous NORMAL, a short busy timeout. */
+/**
+ * Opens `file` as the README advises: WAL, synchronous NORMAL, a short busy timeout. The
+ * setup itself waits longer: dozens of processes starting at once all switch the journal
+ * mode, which needs the lock for a moment each.
+ */
 export function openDatabase(file: string, busyTimeout: number): Database.Database {
-  const db = new Database(file, { timeout: busyTimeout });
+  const db = new Database(file, { timeout: 10_000 });
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
+  db.pragma(`busy_timeout = ${busyTimeout}`);
   return db;
 }
 
