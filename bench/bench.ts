@@ -16,7 +16,7 @@ import { mulberry32 } from '../chaos/fault-plan';
 import { WorkerRecord } from '../chaos/history';
 import { seedStatements, seedTable } from '../chaos/seed-statements';
 import { openDatabase } from '../chaos/worker';
-import { sleep, WorkerKind, WorkerProcess } from '../chaos/worker-process';
+import { sleep, stopWorkers, WorkerKind, WorkerProcess } from '../chaos/worker-process';
 import { sqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
 import { renderChart } from './chart';
 
@@ -104,11 +104,8 @@ class Cluster {
     return this.processes.flatMap((w) => w.records).filter((r) => r.type === 'error').length;
   }
 
-  async stop(): Promise<void> {
-    for (const worker of this.alive()) worker.signal('SIGTERM');
-    await Promise.race([Promise.all(this.processes.map((w) => w.exited)), sleep(5_000)]);
-    for (const worker of this.alive()) worker.signal('SIGKILL');
-    await Promise.all(this.processes.map((w) => w.exited));
+  stop(): Promise<void> {
+    return stopWorkers(this.processes);
   }
 }
 

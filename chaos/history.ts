@@ -59,7 +59,8 @@ export interface BeliefSegment {
   end: number;
 }
 
-const endsBelief = new Set(['lost', 'unsubscribed', 'terminated']);
+/** Reports after which a worker no longer believes it leads that slot. */
+export const endsBelief: ReadonlySet<string> = new Set(['lost', 'unsubscribed', 'terminated']);
 
 /**
  * Each write that a worker reported (`elected`, `renewed`) makes it believe it leads that

@@ -3,9 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { planFaults, PlannedFault } from './fault-plan';
 import { FaultRecord, LedgerRow, WorkerRecord } from './history';
-import { sleep } from './worker-process';
 import { ledgerTable, openDatabase, WorkerOptions } from './worker';
-import { WorkerKind, WorkerProcess } from './worker-process';
+import { sleep, stopWorkers, WorkerKind, WorkerProcess } from './worker-process';
 
 export interface ChaosOptions {
   /** Candidate processes of ours. */
@@ -177,10 +176,7 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
     liveHolders: live().flatMap((w) => [...w.holders].map(([slot, holder]) => ({ slot, holder }))),
   };
 
-  for (const worker of live()) worker.signal('SIGTERM');
-  await Promise.race([Promise.all(workers.map((w) => w.exited)), sleep(5_000)]);
-  for (const worker of live()) worker.signal('SIGKILL');
-  await Promise.all(workers.map((w) => w.exited));
+  await stopWorkers(workers);
   await Promise.all([...pending]);
 
   const ledger = db.prepare('SELECT id, slot, holder, term, seq, at FROM chaos_ledger ORDER BY id').all() as LedgerRow[];

@@ -1,7 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { WorkerRecord } from './history';
+import { endsBelief, WorkerRecord } from './history';
 import { WorkerOptions } from './worker';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -69,6 +69,14 @@ export class WorkerProcess {
     const slot = record.slot ?? 0;
     if (record.holder) this.holders.set(slot, record.holder);
     if (record.type === 'elected' || record.type === 'renewed') this.leading.set(slot, record.holder!);
-    if (record.type === 'lost' || record.type === 'unsubscribed' || record.type === 'terminated') this.leading.delete(slot);
+    if (endsBelief.has(record.type)) this.leading.delete(slot);
   }
+}
+
+/** Stops workers gracefully (SIGTERM: they release), then kills what is left after 5 s. */
+export async function stopWorkers(workers: WorkerProcess[]): Promise<void> {
+  for (const worker of workers) worker.signal('SIGTERM');
+  await Promise.race([Promise.all(workers.map((w) => w.exited)), sleep(5_000)]);
+  for (const worker of workers) worker.signal('SIGKILL');
+  await Promise.all(workers.map((w) => w.exited));
 }
