@@ -23,6 +23,16 @@ const describe = (event) => {
   }
 };
 
+// Set before subscribing: the election is printed during subscribe, and a Ctrl-C right after
+// it must already find the handler that releases.
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    subscription.unsubscribe(); // stops the timers and releases the lease if it leads
+    db.close();
+    console.log(`${time(Date.now())}  stopped, lease released`);
+  });
+}
+
 console.log(`${time(Date.now())}  campaigning on ${file} (pid ${process.pid}); Ctrl-C to stop`);
 const subscription = observeLeadership(db, { renewEvery: 1_000, expiresAfter: 3_000 }).subscribe({
   next: (event) => console.log(`${time(Date.now())}  ${describe(event)}`),
@@ -31,11 +41,3 @@ const subscription = observeLeadership(db, { renewEvery: 1_000, expiresAfter: 3_
     process.exitCode = 1;
   },
 });
-
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.once(signal, () => {
-    subscription.unsubscribe(); // stops the timers and releases the lease if it leads
-    db.close();
-    console.log(`${time(Date.now())}  stopped, lease released`);
-  });
-}
