@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { Campaign } from '../../src/campaign/campaign';
-import { LeadershipEvent } from '../../src';
+import { LeadershipError, LeadershipEvent } from '../../src';
 import { ChangeOrigin, LeaseStore } from '../../src/store/lease-store';
 import { sqliteLeaseStore } from '../../src/store/sqlite/sqlite-lease-store';
 import { virtualTime } from '../support/virtual-time';
@@ -10,20 +10,25 @@ describe('Campaign', () => {
   let db: Database.Database;
   let notify: ((origin: ChangeOrigin) => void) | undefined;
   let store: LeaseStore;
+  let watching: boolean;
 
   beforeEach(() => {
     db = new Database(':memory:');
     const sqlite = sqliteLeaseStore(db);
+    watching = false;
     store = {
       acquire: (...args) => sqlite.acquire(...args),
       renew: (...args) => sqlite.renew(...args),
       release: (...args) => sqlite.release(...args),
       read: (...args) => sqlite.read(...args),
       fenced: (...args) => sqlite.fenced(...args),
+      standBy: (...args) => sqlite.standBy(...args),
+      leaveStandby: (...args) => sqlite.leaveStandby(...args),
       watch: (listener) => {
         notify = listener;
         return () => (notify = undefined);
       },
+      isWatching: () => watching,
     };
   });
   afterEach(() => {
@@ -32,7 +37,11 @@ describe('Campaign', () => {
   });
 
   /** Runs a campaign for `b` while `x` holds the slot until 100, with `script` at given frames. */
-  function campaignOfB(script: Record<number, () => void>, until = 40): Array<[number, LeadershipEvent['type']]> {
+  function campaignOfB(
+    script: Record<number, () => void>,
+    until = 40,
+    timing = { renewEvery: 30, expiresAfter: 90, retryEvery: 50 },
+  ): Array<[number, LeadershipEvent['type']]> {
     const scheduler = virtualTime();
     const seen: Array<[number, LeadershipEvent['type']]> = [];
     scheduler.run(() => {
@@ -41,7 +50,7 @@ describe('Campaign', () => {
         store,
         0,
         'b',
-        { renewEvery: 30, expiresAfter: 90, retryEvery: 50 },
+        timing,
         { next: (event) => seen.push([scheduler.now(), event.type]), error: (error) => { throw error; } },
         scheduler,
       );
@@ -57,12 +66,50 @@ describe('Campaign', () => {
     expect(campaignOfB({ 10: () => (releaseX(), notify?.('here')) })).toEqual([[10, 'elected']]);
   });
 
-  it('spreads its attempt over up to 10 ms after a change seen through the file, and makes one attempt for a burst', () => {
-    jest.spyOn(Math, 'random').mockReturnValue(0.55); // 5.5 ms, floored
+  it('tries at once, without queueing for the write lock, after a release seen through the file', () => {
     const acquire = jest.spyOn(store, 'acquire');
     const seen = campaignOfB({ 10: () => (releaseX(), [1, 2, 3].forEach(() => notify?.('anywhere'))) });
-    expect(seen).toEqual([[15, 'elected']]);
-    expect(acquire).toHaveBeenCalledTimes(2); // at 0, and once at 15
+    expect(seen).toEqual([[10, 'elected']]);
+    expect(acquire).toHaveBeenCalledTimes(2); // at 0, and once at 10: the later changes find it leading
+    expect(acquire).toHaveBeenLastCalledWith(0, 'b', 10, 100, { waitForLock: false });
+  });
+
+  it('steps aside without an error event when a crowd attempt finds the write lock taken, and tries again later', () => {
+    jest.spyOn(Math, 'random').mockReturnValue(0.5); // steps aside for 1 + 10 ms
+    const { acquire } = store;
+    const busy = new LeadershipError('DATABASE_BUSY', 'database is locked');
+    jest.spyOn(store, 'acquire').mockImplementation((...args) => {
+      if (args[4]?.waitForLock === false) throw busy;
+      return acquire(...args);
+    });
+    const seen = campaignOfB({ 10: () => (releaseX(), notify?.('anywhere')) });
+    expect(seen).toEqual([[21, 'elected']]);
+  });
+
+  it.each([
+    ['without a watch, every retryEvery', false, 30],
+    ['with a watch, only as often as renewals come (a safety net)', true, 60],
+  ])('reads the slot %s', (_, watch, electedAt) => {
+    // x releases at 25 and the change goes unreported: the timer is all that finds out.
+    watching = watch;
+    const timing = { renewEvery: 60, expiresAfter: 200, retryEvery: 10 };
+    expect(campaignOfB({ 25: releaseX }, 80, timing)).toEqual([[electedAt, 'elected']]);
+  });
+
+  it('listens for releases only while it has a standby place, and polls every retryEvery without one', () => {
+    ['p', 'q', 'r'].forEach((holder) => sqliteLeaseStore(db).standBy(0, holder, 0, 1_000, 3));
+    watching = true;
+    const acquire = jest.spyOn(store, 'acquire');
+    const timing = { renewEvery: 60, expiresAfter: 200, retryEvery: 10 }; // a standby would poll every 60
+    expect(campaignOfB({ 15: () => expect(notify).toBeUndefined() }, 45, timing)).toEqual([]);
+    expect(acquire.mock.calls.map(([, , now]) => now)).toEqual([0, 10, 20, 30, 40]);
+  });
+
+  it('gives its standby place up when stopped, and listens from then on no more', () => {
+    const leave = jest.spyOn(store, 'leaveStandby');
+    campaignOfB({ 20: () => expect(notify).toBeDefined() });
+    expect(leave).toHaveBeenCalledWith(0, 'b');
+    expect(notify).toBeUndefined();
   });
 
   it('pays no attention to changes while it leads', () => {
@@ -74,8 +121,4 @@ describe('Campaign', () => {
     expect(renew).toHaveBeenCalledTimes(1);
   });
 
-  it('stops listening when stopped', () => {
-    campaignOfB({});
-    expect(notify).toBeUndefined();
-  });
 });

@@ -3,8 +3,18 @@ import { LeadershipError } from '../leadership-error';
 import { Lease, LeadershipEvent, LostReason } from '../leadership-event';
 import { AcquireResult, ChangeOrigin, LeaseStore } from '../store/lease-store';
 
-/** Ms over which followers spread their attempts after a change seen through the file. */
-const changeSpread = 10;
+/**
+ * How many followers of a slot stand by: they watch for releases and take the slot within
+ * a few ms of one, while the others poll every `retryEvery`. A release that woke every
+ * follower would cost more CPU than the handoff takes once there are dozens of them.
+ */
+const standbyPlaces = 3;
+
+/**
+ * Ms over which followers that stepped aside spread their next attempt: by then, whoever held
+ * the write lock has most likely taken the slot, and reading alone tells them so.
+ */
+const stepAsideSpread = 20;
 
 /** The durations that drive a campaign, in milliseconds (see `LeadershipConfig`). */
 export interface CampaignTiming {
@@ -29,10 +39,10 @@ interface Tenure {
  * One candidate's campaign for one slot: a state machine driven by one timer at a time.
  *
  * A follower tries to acquire, then tries again after `retryEvery`, or just after the live
- * lease it saw expires if that comes sooner, or at once when the store reports a change
- * (a release). A leader renews every `renewEvery`; a renewal
- * that fails with a transient error is retried after `retryEvery`, and if the lease it
- * last wrote runs out first, the tenure ends (`lost`, `expired`) at that lease's
+ * lease it saw expires if that comes sooner. The first few followers stand by: they also
+ * try at once when the store reports a release, and need poll only as often as the leader
+ * renews. A leader renews every `renewEvery`; a renewal that fails with a transient error
+ * is retried after `retryEvery`, and if the lease it last wrote runs out first, the tenure ends (`lost`, `expired`) at that lease's
  * `expiresAt`: the leader never believes it leads past it.
  *
  * All time comes from `scheduler.now()`, read before each write; the store sees only the
@@ -42,6 +52,7 @@ export class Campaign {
   private tenure: Tenure | undefined;
   private timer: Subscription | undefined;
   private stopped = false;
+  /** While this follower stands by: how to stop listening for releases. */
   private unwatch: (() => void) | undefined;
   /** Whether a follower's attempt is already due at once, so that bursts of changes make one. */
   private attemptDue = false;
@@ -57,7 +68,6 @@ export class Campaign {
 
   /** Tries to acquire at once, then goes on by itself until stopped. */
   start(): void {
-    this.unwatch = this.store.watch(this.onChange);
     this.attempt();
   }
 
@@ -66,12 +76,13 @@ export class Campaign {
     if (this.stopped) return;
     this.stopped = true;
     this.timer?.unsubscribe();
-    this.unwatch?.();
+    const standing = this.unwatch !== undefined;
+    this.listen(false);
     const { tenure } = this;
     this.tenure = undefined;
-    if (tenure === undefined) return;
     try {
-      this.store.release(this.lease(tenure.term));
+      if (tenure !== undefined) this.store.release(this.lease(tenure.term));
+      else if (standing) this.store.leaveStandby(this.slot, this.holder);
     } catch {
       // Nobody is left to tell (the subscriber is gone); the lease expires by itself.
     }
@@ -79,39 +90,87 @@ export class Campaign {
 
   /**
    * The slots may have changed hands: a follower tries at once rather than at its next
-   * timer. A change seen through the file reaches every follower of every process at the
-   * same moment; each waits a random fraction of `changeSpread` first, so that one of them
-   * takes the slot within a millisecond or so while the others, coming later, find it taken
-   * by reading alone instead of all queueing for the write lock on a busy machine.
+   * timer. A change in this process comes from a release on the same connection; a change
+   * seen through the file reaches every follower of every process at the same moment, and
+   * all of them read: the first to find the slot free takes it, the others step aside.
    */
   private readonly onChange = (origin: ChangeOrigin): void => {
     if (this.tenure !== undefined || this.stopped || this.attemptDue) return;
+    if (origin === 'anywhere') return this.attemptInCrowd();
     this.attemptDue = true;
-    this.wake(this.attempt, origin === 'here' ? 0 : Math.floor(Math.random() * changeSpread));
+    this.wake(this.attempt, 0);
   };
 
-  private readonly attempt = (): void => {
+  private readonly attempt = (): void => this.tryToAcquire(true);
+
+  /**
+   * An attempt that every follower may be making at the same moment: if another connection
+   * holds the write lock, it is most likely taking the slot, so this one steps aside at once
+   * instead of queueing, and reads again a few ms later.
+   */
+  private readonly attemptInCrowd = (): void => this.tryToAcquire(false);
+
+  private tryToAcquire(waitForLock: boolean): void {
     this.attemptDue = false;
     const now = this.now();
     const expiresAt = now + this.timing.expiresAfter;
     let result: AcquireResult;
     try {
-      result = this.store.acquire(this.slot, this.holder, now, expiresAt);
+      result = this.store.acquire(this.slot, this.holder, now, expiresAt, { waitForLock });
     } catch (error) {
+      if (!waitForLock && error instanceof LeadershipError && error.code === 'DATABASE_BUSY') {
+        this.standBy(now);
+        return this.wake(this.attempt, 1 + Math.floor(Math.random() * stepAsideSpread));
+      }
       return this.onStoreError(error, () => this.wake(this.attempt, this.timing.retryEvery));
     }
     if (!result.acquired) {
+      this.standBy(now);
       // The slot can be taken once `expires_at < now`: aim at the first such millisecond.
       const untilFree = result.lease.expiresAt + 1 - now;
-      const delay = untilFree >= 1 && untilFree < this.timing.retryEvery ? untilFree : this.timing.retryEvery;
-      return this.wake(this.attempt, delay);
+      const pollEvery = this.pollEvery();
+      return this.wake(this.attempt, untilFree >= 1 && untilFree < pollEvery ? untilFree : pollEvery);
     }
     const { term } = result.lease;
     this.tenure = { term, expiresAt };
+    this.listen(false); // winning gave the standby place up
     if (this.emit({ type: 'elected', ...this.lease(term), expiresAt })) {
       this.scheduleRenewal(this.timing.renewEvery);
     }
-  };
+  }
+
+  /**
+   * How long a follower waits, at most, before reading the slot again. `retryEvery`, unless
+   * it stands by and the store reports releases: then the timer is only the safety net for a release that goes
+   * unreported (one by the original worker's statements, say), and reading as often as the
+   * leader renews bounds what such a release costs well below what a crash costs (a lease).
+   */
+  private pollEvery(): number {
+    const { retryEvery, renewEvery } = this.timing;
+    return this.unwatch !== undefined && this.store.isWatching() ? Math.max(retryEvery, renewEvery) : retryEvery;
+  }
+
+  /**
+   * Keeps or takes a standby place, which lasts a lease and is renewed at each attempt, and
+   * listens for releases while it has one. Best effort: on an error, things stay as they
+   * were until the next attempt, which reports the error if it persists.
+   */
+  private standBy(now: number): void {
+    try {
+      this.listen(this.store.standBy(this.slot, this.holder, now, now + this.timing.expiresAfter, standbyPlaces));
+    } catch {
+      // As it was.
+    }
+  }
+
+  private listen(on: boolean): void {
+    if (on && this.unwatch === undefined) {
+      this.unwatch = this.store.watch(this.onChange);
+    } else if (!on && this.unwatch !== undefined) {
+      this.unwatch();
+      this.unwatch = undefined;
+    }
+  }
 
   private readonly renew = (): void => {
     const { term } = this.tenure as Tenure;
@@ -177,3 +236,4 @@ export class Campaign {
     return Math.floor(this.scheduler.now());
   }
 }
+

@@ -13,6 +13,17 @@ export interface LeaseRecord {
  */
 export type ChangeOrigin = 'here' | 'anywhere';
 
+/** How an acquire attempt meets another connection's write lock. */
+export interface AcquireOptions {
+  /**
+   * `true` (the default): wait for the lock as the connection is configured to. `false`: throw
+   * `DATABASE_BUSY` at once, for attempts made when many candidates are likely trying at the
+   * same moment: whoever holds the lock is probably taking the slot, and a crowd queueing
+   * behind it only slows it down.
+   */
+  readonly waitForLock?: boolean;
+}
+
 /** What an acquire attempt found: whether it won, and the slot's lease after the attempt. */
 export interface AcquireResult {
   readonly acquired: boolean;
@@ -32,7 +43,7 @@ export interface LeaseStore {
    * the slot is free, expired (`expires_at < now`) or already held by `holder`. Winning
    * always starts a new tenure with a term greater than every term granted before.
    */
-  acquire(slot: number, holder: string, now: number, expiresAt: number): AcquireResult;
+  acquire(slot: number, holder: string, now: number, expiresAt: number, options?: AcquireOptions): AcquireResult;
   /**
    * Moves the end of `lease` to `expiresAt` if the row still holds that holder and term,
    * which proves that nobody else took the slot since the tenure began. Returns `false`
@@ -42,12 +53,25 @@ export interface LeaseStore {
   /** Frees the slot if, and only if, it still holds `lease`. Returns whether it did. */
   release(lease: Lease): boolean;
   /**
-   * Calls `listener` when slots may have changed hands (a release, in this process or
-   * another), so that followers can try at once instead of at their next timer. Best
-   * effort: a change may go unreported, which is why campaigns keep their timers. Returns
-   * the way to stop listening.
+   * Keeps or takes one of the first `places` standby places of `slot` for `holder` until
+   * `expiresAt`, and says whether `holder` holds one now. A place is a small lease of its
+   * own: free, expired (`expires_at < now`) or already `holder`'s. Standby followers are
+   * the ones that watch for releases, so that a release wakes a few processes, not every
+   * follower. Winning the slot gives the place up. Never waits for the write lock: throws
+   * `DATABASE_BUSY` at once instead.
+   */
+  standBy(slot: number, holder: string, now: number, expiresAt: number, places: number): boolean;
+  /** Gives up `holder`'s standby place of `slot`, if it has one. */
+  leaveStandby(slot: number, holder: string): void;
+  /**
+   * Calls `listener` when a slot may have been released, in this process or another, so
+   * that followers can try at once instead of at their next timer. Best effort: a release
+   * may go unreported (or be reported twice), which is why campaigns keep their timers.
+   * Returns the way to stop listening.
    */
   watch(listener: (origin: ChangeOrigin) => void): () => void;
+  /** Whether changes are being reported right now (a watch can fail, or not be possible at all). */
+  isWatching(): boolean;
   /** The slot's current row, expired or not, or `undefined` when there is none. */
   read(slot: number): LeaseRecord | undefined;
   /**

@@ -1,6 +1,9 @@
 import Database from 'better-sqlite3';
 import { SqliteLeaseStore, sqliteLeaseStore } from '../../../src/store/sqlite/sqlite-lease-store';
+import { eventually } from '../../../chaos/eventually';
 import { seedStatements } from '../../../chaos/seed-statements';
+import { LeadershipError } from '../../../src';
+import { TemporaryDatabase, temporaryDatabase } from '../../support/temporary-database';
 
 const lease = (holder: string, term: number, slot = 0) => ({ slot, holder, term });
 
@@ -72,6 +75,52 @@ describe('SqliteLeaseStore', () => {
     });
   });
 
+  describe('acquire on a file that another connection is writing', () => {
+    let file: TemporaryDatabase;
+    let other: Database.Database;
+    beforeEach(() => {
+      file = temporaryDatabase();
+      other = file.open();
+      other.exec('CREATE TABLE jobs (id INTEGER PRIMARY KEY)');
+    });
+    afterEach(() => file.remove());
+
+    it('throws DATABASE_BUSY at once without waitForLock, and leaves the busy timeout as the user set it', () => {
+      const ours = file.open({ timeout: 2_000 });
+      sqliteLeaseStore(ours).read(0); // the schema: made once, waiting for the lock as configured
+      other.exec('BEGIN IMMEDIATE');
+      const started = Date.now();
+      const attempt = () => sqliteLeaseStore(ours).acquire(0, 'a', 1_000, 1_300, { waitForLock: false });
+      expect(attempt).toThrow(expect.objectContaining({ code: 'DATABASE_BUSY' }) as LeadershipError);
+      expect(Date.now() - started).toBeLessThan(1_000); // generous: the busy timeout is 2 s
+      expect(ours.pragma('busy_timeout', { simple: true })).toBe(2_000);
+      other.exec('COMMIT');
+      expect(attempt().acquired).toBe(true);
+    });
+
+    it("reports another connection's releases as changes seen anywhere, and neither its renewals nor other writes", async () => {
+      const ours = sqliteLeaseStore(file.open());
+      const theirs = sqliteLeaseStore(other);
+      const changes: string[] = [];
+      const unwatch = ours.watch((origin) => changes.push(origin));
+      const { lease } = theirs.acquire(0, 'b', 1_000, 1_300);
+      ours.read(0); // arms the watch, as any operation does if it is not
+      expect(ours.isWatching()).toBe(true);
+      theirs.renew({ slot: 0, holder: 'b', term: lease.term }, 1_400);
+      other.exec('INSERT INTO jobs DEFAULT VALUES');
+      const marker = sqliteLeaseStore(file.open());
+      marker.acquire(1, 'c', 1_000, 1_300); // a release of another slot, to know when events have come
+      marker.release({ slot: 1, holder: 'c', term: 1 });
+      await eventually('the release reported', () => changes.length > 0);
+      expect(changes).toEqual(['anywhere']);
+      theirs.release({ slot: 0, holder: 'b', term: lease.term });
+      await eventually('the second release reported', () => changes.length > 1);
+      expect(changes).toEqual(['anywhere', 'anywhere']);
+      unwatch();
+      expect(ours.isWatching()).toBe(false);
+    });
+  });
+
   describe('renew', () => {
     it('extends its own tenure and keeps the term', () => {
       store.acquire(0, 'a', 1_000, 1_300);
@@ -97,6 +146,36 @@ describe('SqliteLeaseStore', () => {
       store.acquire(0, 'a', 1_400, 1_700);
       expect(store.renew(lease('a', 1), 1_800)).toBe(false);
       expect(row()).toEqual({ holder: 'a', expires_at: 1_700 });
+    });
+  });
+
+  describe('standby places', () => {
+    const places = () => db.prepare('SELECT place, holder, expires_at FROM worker_leadership_standby ORDER BY place').all();
+
+    it('go to the first followers that ask, as many as there are places', () => {
+      expect(['a', 'b', 'c', 'd'].map((holder) => store.standBy(0, holder, 1_000, 1_300, 3))).toEqual([true, true, true, false]);
+      expect(places()).toEqual([
+        { place: 0, holder: 'a', expires_at: 1_300 },
+        { place: 1, holder: 'b', expires_at: 1_300 },
+        { place: 2, holder: 'c', expires_at: 1_300 },
+      ]);
+    });
+
+    it('are kept by renewing them, and taken by another once expired', () => {
+      store.standBy(0, 'a', 1_000, 1_300, 1);
+      expect(store.standBy(0, 'a', 1_200, 1_500, 1)).toBe(true);
+      expect(store.standBy(0, 'b', 1_500, 1_800, 1)).toBe(false); // the expiry millisecond is still a's
+      expect(store.standBy(0, 'b', 1_501, 1_801, 1)).toBe(true);
+      expect(store.standBy(0, 'a', 1_502, 1_802, 1)).toBe(false);
+    });
+
+    it('are given up by leaving, and by winning the slot', () => {
+      store.standBy(0, 'a', 1_000, 1_300, 2);
+      store.standBy(0, 'b', 1_000, 1_300, 2);
+      store.leaveStandby(0, 'a');
+      store.acquire(0, 'b', 1_000, 1_300);
+      expect(places()).toEqual([]);
+      expect(store.standBy(1, 'b', 1_000, 1_300, 2)).toBe(true); // slots have places of their own
     });
   });
 
@@ -190,3 +269,4 @@ describe('SqliteLeaseStore', () => {
     });
   });
 });
+

@@ -1,8 +1,8 @@
 import type { Database, Statement, Transaction } from 'better-sqlite3';
-import { FSWatcher, statSync, watch } from 'node:fs';
+import { FSWatcher, statSync, utimesSync, watch } from 'node:fs';
 import { LeadershipError } from '../../leadership-error';
 import { Lease } from '../../leadership-event';
-import { AcquireResult, ChangeOrigin, LeaseRecord, LeaseStore } from '../lease-store';
+import { AcquireOptions, AcquireResult, ChangeOrigin, LeaseRecord, LeaseStore } from '../lease-store';
 import { toLeadershipError } from './sqlite-error';
 import { installSqliteSchema } from './sqlite-schema';
 
@@ -28,6 +28,12 @@ const statementText = {
     WHERE expires_at < @now OR holder = @holder OR typeof(expires_at) NOT IN ('integer', 'real')`,
   renew: `UPDATE worker_leadership SET expires_at = @expiresAt WHERE ${ownTenure}`,
   release: `DELETE FROM worker_leadership WHERE ${ownTenure}`,
+  standbyRead: `SELECT place, holder, expires_at AS expiresAt FROM worker_leadership_standby WHERE slot = ?`,
+  standbyClaim: `INSERT INTO worker_leadership_standby (slot, place, holder, expires_at)
+    VALUES (@slot, @place, @holder, @expiresAt)
+    ON CONFLICT (slot, place) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+    WHERE expires_at < @now OR holder = @holder`,
+  standbyLeave: `DELETE FROM worker_leadership_standby WHERE slot = @slot AND holder = @holder`,
 };
 
 interface TakeParameters {
@@ -37,8 +43,17 @@ interface TakeParameters {
   expiresAt: number;
 }
 
+interface StandbyPlace {
+  place: number;
+  holder: string;
+  expiresAt: number;
+}
+
 interface Statements {
   read: Statement<[number], LeaseRecord>;
+  standbyRead: Statement<[number], StandbyPlace>;
+  standbyClaim: Statement<[TakeParameters & { place: number }]>;
+  standbyLeave: Statement<[{ slot: number; holder: string }]>;
   renew: Statement<[Lease & { expiresAt: number }]>;
   release: Statement<[Lease]>;
   acquire: Transaction<(parameters: TakeParameters) => AcquireResult>;
@@ -82,12 +97,13 @@ export class SqliteLeaseStore implements LeaseStore {
 
   constructor(private readonly db: Database) {}
 
-  acquire(slot: number, holder: string, now: number, expiresAt: number): AcquireResult {
+  acquire(slot: number, holder: string, now: number, expiresAt: number, { waitForLock = true }: AcquireOptions = {}): AcquireResult {
     return this.guard((statements) => {
       // Reading first keeps followers off the write lock while a live lease stands.
       const seen = statements.read.get(slot);
       if (seen !== undefined && seen.holder !== holder && isLive(seen, now)) return { acquired: false, lease: seen };
-      return statements.acquire.immediate({ slot, holder, now, expiresAt });
+      const take = () => statements.acquire.immediate({ slot, holder, now, expiresAt });
+      return waitForLock ? take() : this.withoutBusyWait(take);
     });
   }
 
@@ -97,9 +113,27 @@ export class SqliteLeaseStore implements LeaseStore {
 
   release(lease: Lease): boolean {
     const released = this.guard((statements) => statements.release.run(lease).changes === 1);
-    // Other candidates of this process on this connection; other processes see the file change.
-    if (released) this.notify('here');
+    if (released) {
+      this.notify('here'); // candidates on this connection
+      this.signalRelease(); // everybody else
+    }
     return released;
+  }
+
+  standBy(slot: number, holder: string, now: number, expiresAt: number, places: number): boolean {
+    return this.guard((statements) => {
+      const taken = statements.standbyRead.all(slot);
+      const own = taken.find((place) => place.holder === holder);
+      const live = new Set(taken.filter((place) => place.expiresAt >= now).map((place) => place.place));
+      const place = own?.place ?? Array.from({ length: places }, (_, index) => index).find((index) => !live.has(index));
+      if (place === undefined) return false;
+      // A standby place is worth no wait: a follower without one polls, and tries again then.
+      return this.withoutBusyWait(() => statements.standbyClaim.run({ slot, place, holder, now, expiresAt }).changes === 1);
+    });
+  }
+
+  leaveStandby(slot: number, holder: string): void {
+    this.guard((statements) => statements.standbyLeave.run({ slot, holder }));
   }
 
   watch(listener: (origin: ChangeOrigin) => void): () => void {
@@ -109,6 +143,10 @@ export class SqliteLeaseStore implements LeaseStore {
       this.listeners.delete(listener);
       if (this.listeners.size === 0) this.stopWatching();
     };
+  }
+
+  isWatching(): boolean {
+    return this.watcher !== undefined;
   }
 
   read(slot: number): LeaseRecord | undefined {
@@ -132,6 +170,18 @@ export class SqliteLeaseStore implements LeaseStore {
       return statements.fenced.immediate(lease, now, runWork) as T;
     } catch (error) {
       throw inWork ? error : toLeadershipError(error, this.db);
+    }
+  }
+
+  /** Runs `operation` with the connection's busy timeout at 0, then puts the user's back. */
+  private withoutBusyWait<T>(operation: () => T): T {
+    const timeout = this.db.pragma('busy_timeout', { simple: true }) as number;
+    if (timeout === 0) return operation();
+    this.db.pragma('busy_timeout = 0');
+    try {
+      return operation();
+    } finally {
+      this.db.pragma(`busy_timeout = ${timeout}`);
     }
   }
 
@@ -169,16 +219,35 @@ export class SqliteLeaseStore implements LeaseStore {
   }
 
   /**
-   * Every commit writes the -wal file in WAL mode (the database file otherwise), whoever
-   * commits, the original worker included: a watch on it wakes followers within a
-   * millisecond of a release. The watch can fail (no such file yet, a file system without
-   * notifications) or stop (the file replaced); it is tried again at the next operation.
+   * Releases are signalled through a file that followers watch, and that SQLite itself leaves
+   * alone: the -shm file in WAL mode (SQLite writes it through memory, which file watches do
+   * not see), the database file otherwise. The signal sets the file's times to what they
+   * were, after the commit: a follower woken by it reads the slot free. Renewals and other
+   * writes wake nobody. Best effort: a follower that misses it has its timer.
    */
-  private startWatching(): void {
-    if (this.watcher !== undefined || this.db.memory || !this.db.open) return;
+  private signalFile(): string | undefined {
+    if (this.db.memory || !this.db.open) return undefined;
+    return this.db.pragma('journal_mode', { simple: true }) === 'wal' ? `${this.db.name}-shm` : this.db.name;
+  }
+
+  private signalRelease(): void {
     try {
-      const wal = this.db.pragma('journal_mode', { simple: true }) === 'wal';
-      const watcher = watch(wal ? `${this.db.name}-wal` : this.db.name, { persistent: false }, (event) => {
+      const file = this.signalFile();
+      if (file === undefined) return;
+      const { atimeMs, mtimeMs } = statSync(file);
+      utimesSync(file, atimeMs / 1000, mtimeMs / 1000);
+    } catch {
+      // Not allowed to (another user's file), or gone: followers find out at their timers.
+    }
+  }
+
+  /** Watches the signal file; tried again at the next operation if it fails or the file goes. */
+  private startWatching(): void {
+    if (this.watcher !== undefined) return;
+    try {
+      const file = this.signalFile();
+      if (file === undefined) return;
+      const watcher = watch(file, { persistent: false }, (event) => {
         if (event === 'rename') this.stopWatching();
         this.notify('anywhere');
       });
@@ -202,12 +271,18 @@ export class SqliteLeaseStore implements LeaseStore {
     const { db } = this;
     const read = db.prepare<[number], LeaseRecord>(statementText.read);
     const take = db.prepare<[TakeParameters]>(statementText.take);
+    const standbyLeave = db.prepare<[{ slot: number; holder: string }]>(statementText.standbyLeave);
     this.statements = {
       read,
+      standbyRead: db.prepare(statementText.standbyRead),
+      standbyClaim: db.prepare(statementText.standbyClaim),
+      standbyLeave,
       renew: db.prepare(statementText.renew),
       release: db.prepare(statementText.release),
+      // A leader is nobody's standby: winning gives its standby place up, if it had one.
       acquire: db.transaction((parameters: TakeParameters) => {
         const acquired = take.run(parameters).changes === 1;
+        if (acquired) standbyLeave.run({ slot: parameters.slot, holder: parameters.holder });
         return { acquired, lease: read.get(parameters.slot) as LeaseRecord };
       }),
       // The check and the work share one IMMEDIATE transaction: a takeover needs the write

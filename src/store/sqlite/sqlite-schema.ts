@@ -16,6 +16,10 @@ import { LeadershipError } from '../../leadership-error';
  * The trigger inserts the term row with `WHERE NOT EXISTS` rather than `INSERT OR
  * IGNORE`: inside a trigger, the conflict policy of the outer statement (our upsert's
  * ABORT) overrides the trigger's own, and the IGNORE would be lost.
+ *
+ * A third table holds the standby places of each slot: the few followers that watch for
+ * releases, each place a small lease of its own (see the lease store). It only decides who
+ * is woken first, never who leads.
  */
 const advanceTerm = `
     INSERT INTO worker_leadership_term (slot, term)
@@ -32,6 +36,13 @@ const schema = `
     slot INTEGER PRIMARY KEY,
     term INTEGER NOT NULL
   );
+  CREATE TABLE IF NOT EXISTS worker_leadership_standby (
+    slot INTEGER NOT NULL,
+    place INTEGER NOT NULL,
+    holder TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (slot, place)
+  );
   CREATE TRIGGER IF NOT EXISTS worker_leadership_term_on_insert
     AFTER INSERT ON worker_leadership
   BEGIN ${advanceTerm}
@@ -44,15 +55,25 @@ const schema = `
 const schemaObjects = [
   'worker_leadership',
   'worker_leadership_term',
+  'worker_leadership_standby',
   'worker_leadership_term_on_insert',
   'worker_leadership_term_on_take',
 ];
 
 type Affinity = 'INTEGER' | 'TEXT';
 
-const expectedShapes: Record<string, Record<string, Affinity>> = {
-  worker_leadership: { slot: 'INTEGER', holder: 'TEXT', expires_at: 'INTEGER' },
-  worker_leadership_term: { slot: 'INTEGER', term: 'INTEGER' },
+interface Shape {
+  readonly columns: Record<string, Affinity>;
+  readonly key: readonly string[];
+}
+
+const expectedShapes: Record<string, Shape> = {
+  worker_leadership: { columns: { slot: 'INTEGER', holder: 'TEXT', expires_at: 'INTEGER' }, key: ['slot'] },
+  worker_leadership_term: { columns: { slot: 'INTEGER', term: 'INTEGER' }, key: ['slot'] },
+  worker_leadership_standby: {
+    columns: { slot: 'INTEGER', place: 'INTEGER', holder: 'TEXT', expires_at: 'INTEGER' },
+    key: ['slot', 'place'],
+  },
 };
 
 interface ColumnInfo {
@@ -75,10 +96,10 @@ export function installSqliteSchema(db: Database): void {
   if (present !== schemaObjects.length) {
     db.transaction(() => db.exec(schema)).immediate();
   }
-  for (const [table, columns] of Object.entries(expectedShapes)) checkShape(db, table, columns);
+  for (const [table, shape] of Object.entries(expectedShapes)) checkShape(db, table, shape);
 }
 
-function checkShape(db: Database, table: string, expected: Record<string, Affinity>): void {
+function checkShape(db: Database, table: string, { columns: expected, key }: Shape): void {
   const columns = db.pragma(`table_info(${table})`) as ColumnInfo[];
   const problems: string[] = [];
   for (const [name, affinity] of Object.entries(expected)) {
@@ -86,8 +107,11 @@ function checkShape(db: Database, table: string, expected: Record<string, Affini
     if (!column) problems.push(`no column ${name}`);
     else if (affinityOf(column.type) !== affinity) problems.push(`${name} is ${column.type || 'untyped'}, not ${affinity}`);
   }
-  const keys = columns.filter((c) => c.pk > 0).map((c) => c.name);
-  if (keys.join() !== 'slot') problems.push(`the primary key is (${keys.join(', ')}), not (slot)`);
+  const keys = columns
+    .filter((c) => c.pk > 0)
+    .sort((a, b) => a.pk - b.pk)
+    .map((c) => c.name);
+  if (keys.join() !== key.join()) problems.push(`the primary key is (${keys.join(', ')}), not (${key.join(', ')})`);
   for (const column of columns) {
     if (!(column.name in expected) && column.notnull && column.dflt_value === null) {
       problems.push(`extra column ${column.name} is NOT NULL without a default`);
@@ -99,7 +123,7 @@ function checkShape(db: Database, table: string, expected: Record<string, Affini
       `Table ${table} has another shape than this library expects (${problems.join('; ')}); ` +
         `expected (${Object.entries(expected)
           .map(([name, affinity]) => `${name} ${affinity}`)
-          .join(', ')}) with slot as the primary key`,
+          .join(', ')}) with (${key.join(', ')}) as the primary key`,
     );
   }
 }
