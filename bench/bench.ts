@@ -1,11 +1,12 @@
 /**
- * npm run bench [-- --smoke] [-- --out FOLDER]
+ * npm run bench [-- --smoke] [-- --only SCENARIOS] [-- --out FOLDER]
  *
  * Measures failover and cost with this library and, side by side in the same run, with a
  * baseline that does what the original worker does (its statements, polling at a fixed
  * interval). Prints one table, writes results.json and latency.svg into FOLDER (bench/ by
  * default; a temporary folder for --smoke, the tiny run that CI makes so that this script
- * cannot rot).
+ * cannot rot, and for --only, which runs some of the scenarios: a comma-separated list of
+ * handoff, takeover, scale, idle, statements).
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -149,27 +150,48 @@ async function takeovers(cluster: Cluster, trials: number, random: () => number)
   return { fromKill, pastExpiry };
 }
 
+/** Idle CPU in % of one core: the leader, and followers with and without a standby place. */
+export interface IdleCost {
+  leader: number;
+  standby: number;
+  polling: number;
+}
+
+/** Enough processes for followers of both kinds: a leader, the standby places, and one more. */
+const idleProcesses = 5;
+
 /**
- * CPU used by an idle leader and an idle follower, in % of one core, over `seconds`, after
- * `warmUp` seconds: for a minute after start-up a Node.js process still compiles and
- * collects garbage, several times more than it then uses idle.
+ * CPU used by idle processes, in % of one core, over `seconds`, after `warmUp` seconds: for
+ * a minute after start-up a Node.js process still compiles and collects garbage, several
+ * times more than it then uses idle. Followers are averaged by kind (the original worker's
+ * all poll); a kind that no process has is NaN.
  */
-async function idleCost(cluster: Cluster, warmUp: number, seconds: number): Promise<{ leader: number; follower: number }> {
+async function idleCost(cluster: Cluster, warmUp: number, seconds: number): Promise<IdleCost> {
   const leader = await cluster.leader();
-  const follower = cluster.alive().find((w) => w !== leader)!;
   const usage = async (worker: WorkerProcess) => {
     const mark = Date.now();
     worker.send('usage');
     return eventually('usage', () => worker.records.find((r) => r.type === 'usage' && r.at >= mark)) as Promise<
-      WorkerRecord & { cpu: number; uptime: number }
+      WorkerRecord & { cpu: number; uptime: number; standby?: boolean }
     >;
   };
   await sleep(warmUp * 1000);
-  const before = await Promise.all([usage(leader), usage(follower)]);
+  const workers = cluster.alive();
+  const before = await Promise.all(workers.map(usage));
   await sleep(seconds * 1000);
-  const after = await Promise.all([usage(leader), usage(follower)]);
-  const percent = (i: number) => ((after[i].cpu - before[i].cpu) / 1000 / (after[i].uptime - before[i].uptime)) * 100;
-  return { leader: percent(0), follower: percent(1) };
+  const after = await Promise.all(workers.map(usage));
+  const measured = workers.map((worker, i) => ({
+    worker,
+    standby: after[i].standby === true,
+    percent: ((after[i].cpu - before[i].cpu) / 1000 / (after[i].uptime - before[i].uptime)) * 100,
+  }));
+  const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+  const followers = measured.filter((m) => m.worker !== leader);
+  return {
+    leader: measured.find((m) => m.worker === leader)!.percent,
+    standby: mean(followers.filter((m) => m.standby).map((m) => m.percent)),
+    polling: mean(followers.filter((m) => !m.standby).map((m) => m.percent)),
+  };
 }
 
 /** The cost of one statement group, in µs, in this process, on a WAL file; and the worst single call, in ms. */
@@ -225,10 +247,24 @@ async function compare(
   return { scenario, unit: 'ms', ours, baseline };
 }
 
+const scenarios = ['handoff', 'takeover', 'scale', 'idle', 'statements'] as const;
+type Scenario = (typeof scenarios)[number];
+
+function parseArguments(argv: string[]) {
+  const valueOf = (flag: string) => {
+    const index = argv.indexOf(flag);
+    return index >= 0 ? argv[index + 1] : undefined;
+  };
+  const smoke = argv.includes('--smoke');
+  const only = valueOf('--only')?.split(',');
+  const unknown = only?.filter((name) => !(scenarios as readonly string[]).includes(name));
+  if (unknown?.length) throw new Error(`Unknown scenario ${unknown.join(', ')}: expected some of ${scenarios.join(', ')}`);
+  const out = valueOf('--out') ?? (smoke || only ? mkdtempSync(join(os.tmpdir(), 'bench-')) : join(__dirname, '..', '..', 'bench'));
+  return { smoke, out, runs: (scenario: Scenario) => only === undefined || only.includes(scenario) };
+}
+
 async function main(): Promise<void> {
-  const smoke = process.argv.includes('--smoke');
-  const outIndex = process.argv.indexOf('--out');
-  const out = outIndex > 0 ? process.argv[outIndex + 1] : smoke ? mkdtempSync(join(os.tmpdir(), 'bench-smoke-')) : join(__dirname, '..', '..', 'bench');
+  const { smoke, out, runs } = parseArguments(process.argv.slice(2));
   const folder = mkdtempSync(join(os.tmpdir(), 'observe-leadership-bench-'));
   const size = smoke
     ? { processes: 3, trials: 3, takeoverTrials: 2, scaleProcesses: 6, scaleTrials: 2, idleWarmUp: 1, idleSeconds: 1, calls: 200 }
@@ -249,48 +285,55 @@ async function main(): Promise<void> {
 
   log(`benchmark${smoke ? ' (smoke)' : ''}: ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node.js ${process.version}`);
   const comparisons: Comparison[] = [];
-  comparisons.push(
-    await compare(`graceful handoff, ${size.processes} processes`, (kind) =>
-      withCluster(kind, defaults, size.processes, (cluster) => handoffs(cluster, size.trials, random)),
-    ),
-  );
-  log(`handoff done`);
-  const takeover: Record<WorkerKind, { fromKill: number[]; pastExpiry: number[] }> = {} as never;
-  for (const kind of ['candidate', 'seed'] as const) {
-    takeover[kind] = await withCluster(kind, shortLease, size.processes, (cluster) => takeovers(cluster, size.takeoverTrials, random));
+  if (runs('handoff')) {
+    comparisons.push(
+      await compare(`graceful handoff, ${size.processes} processes`, (kind) =>
+        withCluster(kind, defaults, size.processes, (cluster) => handoffs(cluster, size.trials, random)),
+      ),
+    );
+    log(`handoff done`);
   }
-  comparisons.push({
-    scenario: `crash takeover (SIGKILL), expiresAfter ${shortLease.expiresAfter} ms`,
-    unit: 'ms',
-    ours: distribution(takeover.candidate.fromKill),
-    baseline: distribution(takeover.seed.fromKill),
-  });
-  comparisons.push({
-    scenario: '  of which past the lease expiry',
-    unit: 'ms',
-    ours: distribution(takeover.candidate.pastExpiry),
-    baseline: distribution(takeover.seed.pastExpiry),
-  });
-  log(`takeover done`);
-  comparisons.push(
-    await compare(`graceful handoff, ${size.scaleProcesses} processes`, (kind) =>
-      withCluster(kind, defaults, size.scaleProcesses, async (cluster) => {
-        const errorsBefore = cluster.errors();
-        const latencies = await handoffs(cluster, size.scaleTrials, random);
-        busyErrors[kind] = cluster.errors() - errorsBefore;
-        return latencies;
-      }),
-    ),
-  );
-  log(`scale done`);
+  if (runs('takeover')) {
+    const takeover: Record<WorkerKind, { fromKill: number[]; pastExpiry: number[] }> = {} as never;
+    for (const kind of ['candidate', 'seed'] as const) {
+      takeover[kind] = await withCluster(kind, shortLease, size.processes, (cluster) => takeovers(cluster, size.takeoverTrials, random));
+    }
+    comparisons.push({
+      scenario: `crash takeover (SIGKILL), expiresAfter ${shortLease.expiresAfter} ms`,
+      unit: 'ms',
+      ours: distribution(takeover.candidate.fromKill),
+      baseline: distribution(takeover.seed.fromKill),
+    });
+    comparisons.push({
+      scenario: '  of which past the lease expiry',
+      unit: 'ms',
+      ours: distribution(takeover.candidate.pastExpiry),
+      baseline: distribution(takeover.seed.pastExpiry),
+    });
+    log(`takeover done`);
+  }
+  if (runs('scale')) {
+    comparisons.push(
+      await compare(`graceful handoff, ${size.scaleProcesses} processes`, (kind) =>
+        withCluster(kind, defaults, size.scaleProcesses, async (cluster) => {
+          const errorsBefore = cluster.errors();
+          const latencies = await handoffs(cluster, size.scaleTrials, random);
+          busyErrors[kind] = cluster.errors() - errorsBefore;
+          return latencies;
+        }),
+      ),
+    );
+    log(`scale done`);
+  }
   // Both sides at once: idle, they hardly disturb each other, and it halves the wait.
-  const [oursIdle, baselineIdle] = await Promise.all(
-    (['candidate', 'seed'] as const).map((kind) =>
-      withCluster(kind, defaults, 2, (cluster) => idleCost(cluster, size.idleWarmUp, size.idleSeconds)),
-    ),
-  );
-  const idle = { ours: oursIdle, baseline: baselineIdle };
-  const statements = statementCosts(folder, size.calls);
+  const idle = runs('idle')
+    ? await Promise.all(
+        (['candidate', 'seed'] as const).map((kind) =>
+          withCluster(kind, defaults, idleProcesses, (cluster) => idleCost(cluster, size.idleWarmUp, size.idleSeconds)),
+        ),
+      ).then(([ours, baseline]) => ({ ours, baseline }))
+    : undefined;
+  const statements = runs('statements') ? statementCosts(folder, size.calls) : undefined;
 
   const results = {
     date: new Date().toISOString(),
@@ -321,39 +364,34 @@ async function main(): Promise<void> {
       `${format(c.baseline.p50)} / ${format(c.baseline.p99)} ms`,
       c.ours.p50 > 0 ? `${format(c.baseline.p50 / c.ours.p50)}x` : '-',
     ]),
-    [
-      'idle CPU, leader / follower',
-      `${idle.ours.leader.toFixed(3)} / ${idle.ours.follower.toFixed(3)} %`,
-      `${idle.baseline.leader.toFixed(3)} / ${idle.baseline.follower.toFixed(3)} %`,
-      '',
-    ],
-    [
-      'renew; follower attempt (µs, mean)',
-      `${format(statements.ours.renew.meanMicros)}; ${format(statements.ours.followerAttempt.meanMicros)}`,
-      `${format(statements.baseline.renew.meanMicros)}; ${format(statements.baseline.followerAttempt.meanMicros)}`,
-      '',
-    ],
-    ['acquire (µs, mean)', `${format(statements.ours.acquire.meanMicros)}`, '', ''],
-    [
-      'single call, 99th percentile (ms)',
-      `${format(Math.max(...Object.values(statements.ours).map((s) => s.p99Millis)))}`,
-      `${format(Math.max(...Object.values(statements.baseline).map((s) => s.p99Millis)))}`,
-      '',
-    ],
-    [
-      'single call, 99.9th percentile (ms)',
-      `${format(Math.max(...Object.values(statements.ours).map((s) => s.p999Millis)))}`,
-      `${format(Math.max(...Object.values(statements.baseline).map((s) => s.p999Millis)))}`,
-      '',
-    ],
-    [
-      'worst single call (ms)',
-      `${format(Math.max(...Object.values(statements.ours).map((s) => s.worstMillis)))}`,
-      `${format(Math.max(...Object.values(statements.baseline).map((s) => s.worstMillis)))}`,
-      '',
-    ],
-    [`error events, ${size.scaleProcesses}-process handoffs`, `${busyErrors.candidate}`, `${busyErrors.seed}`, ''],
   ];
+  if (idle) {
+    const percent = (value: number) => (Number.isNaN(value) ? '-' : `${value.toFixed(3)} %`);
+    rows.push(
+      ['idle CPU, leader', percent(idle.ours.leader), percent(idle.baseline.leader), ''],
+      ['idle CPU, follower standing by', percent(idle.ours.standby), percent(idle.baseline.standby), ''],
+      ['idle CPU, follower polling', percent(idle.ours.polling), percent(idle.baseline.polling), ''],
+    );
+  }
+  if (statements) {
+    const worst = (side: keyof typeof statements, measure: 'p99Millis' | 'p999Millis' | 'worstMillis') =>
+      format(Math.max(...Object.values(statements[side]).map((s) => s[measure])));
+    rows.push(
+      [
+        'renew; follower attempt (µs, mean)',
+        `${format(statements.ours.renew.meanMicros)}; ${format(statements.ours.followerAttempt.meanMicros)}`,
+        `${format(statements.baseline.renew.meanMicros)}; ${format(statements.baseline.followerAttempt.meanMicros)}`,
+        '',
+      ],
+      ['acquire (µs, mean)', `${format(statements.ours.acquire.meanMicros)}`, '', ''],
+      ['single call, 99th percentile (ms)', worst('ours', 'p99Millis'), worst('baseline', 'p99Millis'), ''],
+      ['single call, 99.9th percentile (ms)', worst('ours', 'p999Millis'), worst('baseline', 'p999Millis'), ''],
+      ['worst single call (ms)', worst('ours', 'worstMillis'), worst('baseline', 'worstMillis'), ''],
+    );
+  }
+  if (runs('scale')) {
+    rows.push([`error events, ${size.scaleProcesses}-process handoffs`, `${busyErrors.candidate}`, `${busyErrors.seed}`, '']);
+  }
   const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
   log('');
   for (const row of rows) log(row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  '));
