@@ -7,6 +7,9 @@
  * is allowed gives a `RangeError`.
  */
 
+/** Longest delay a Node.js timer honours; longer ones fire at once. */
+export const MAX_DELAY = 2 ** 31 - 1;
+
 export function argumentError(
   kind: typeof TypeError | typeof RangeError,
   name: string,
@@ -57,5 +60,22 @@ export function expectDatabase(name: string, value: unknown): void {
   const db = expectObject(name, value, expected) as Record<string, unknown>;
   if (typeof db.prepare !== 'function' || typeof db.transaction !== 'function' || typeof db.pragma !== 'function') {
     throw argumentError(TypeError, name, expected, value);
+  }
+}
+
+/** A config object with only the `known` keys: a misspelt option must not be silently ignored. */
+export function expectConfig(value: unknown, known: readonly string[]): void {
+  expectObject('config', value);
+  const unknown = Object.keys(value as object).find((key) => !known.includes(key));
+  if (unknown !== undefined) {
+    throw argumentError(TypeError, 'config', `an object with only ${known.join(', ')}`, unknown);
+  }
+}
+
+/** An RxJS `SchedulerLike`, recognised by the two methods this library calls. */
+export function expectScheduler(name: string, value: unknown): void {
+  const clock = expectObject(name, value, 'a SchedulerLike') as Record<string, unknown>;
+  if (typeof clock.now !== 'function' || typeof clock.schedule !== 'function') {
+    throw argumentError(TypeError, name, 'a SchedulerLike', value);
   }
 }

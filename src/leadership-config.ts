@@ -1,5 +1,5 @@
 import { asyncScheduler, SchedulerLike } from 'rxjs';
-import { argumentError, expectInteger, expectObject, expectString } from './argument-check';
+import { argumentError, expectConfig, expectInteger, expectScheduler, expectString, MAX_DELAY } from './argument-check';
 
 /** Options of {@link observeLeadership}. Every duration is in milliseconds. */
 export interface LeadershipConfig {
@@ -18,10 +18,10 @@ export interface LeadershipConfig {
   /**
    * How often a follower tries again, and how soon a leader retries a renewal that
    * failed. A follower that sees a live lease also aims its next attempt just after that
-   * lease's expiry, so a crashed leader is replaced at expiry whatever this value, and
-   * followers wake on a release; it bounds how long a release goes unnoticed when that
-   * wake-up is missed. One attempt is one read of a tiny table, microseconds of work,
-   * which makes a second cheap enough to keep as the default.
+   * lease's expiry, so a crashed leader is replaced at expiry whatever this value. The few
+   * followers that stand by wake on a release and poll only every `renewEvery`; for the
+   * others, this bounds how long a release goes unnoticed. One attempt reads two tiny
+   * tables, microseconds of work, which makes a second cheap enough to keep as the default.
    * @default 1_000
    */
   retryEvery?: number;
@@ -56,18 +56,12 @@ export interface ResolvedLeadershipConfig {
   readonly scheduler: SchedulerLike;
 }
 
-/** Longest delay a Node.js timer honours; longer ones fire at once. */
-const MAX_DELAY = 2 ** 31 - 1;
 export const MAX_HOLDER_LENGTH = 256;
 const knownOptions = ['renewEvery', 'expiresAfter', 'retryEvery', 'slot', 'holder', 'scheduler'];
 
 /** Checks `config` once, up front, and throws a `TypeError` or `RangeError` naming the field. */
 export function resolveLeadershipConfig(config: LeadershipConfig = {}): ResolvedLeadershipConfig {
-  expectObject('config', config);
-  const unknown = Object.keys(config).find((key) => !knownOptions.includes(key));
-  if (unknown !== undefined) {
-    throw argumentError(TypeError, 'config', `an object with only ${knownOptions.join(', ')}`, unknown);
-  }
+  expectConfig(config, knownOptions);
   const {
     renewEvery = 30_000,
     expiresAfter = 60_000,
@@ -85,9 +79,6 @@ export function resolveLeadershipConfig(config: LeadershipConfig = {}): Resolved
   }
   expectInteger('slot', slot, 0, Number.MAX_SAFE_INTEGER);
   if (holder !== undefined) expectString('holder', holder, MAX_HOLDER_LENGTH);
-  const clock = expectObject('scheduler', scheduler, 'a SchedulerLike') as Partial<SchedulerLike>;
-  if (typeof clock.now !== 'function' || typeof clock.schedule !== 'function') {
-    throw argumentError(TypeError, 'scheduler', 'a SchedulerLike', scheduler);
-  }
+  expectScheduler('scheduler', scheduler);
   return { renewEvery, expiresAfter, retryEvery, slot, holder, scheduler };
 }

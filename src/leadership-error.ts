@@ -13,8 +13,8 @@
  * - `DATABASE_CORRUPT`: the file is not a database, or is damaged. Terminal.
  * - `DATABASE_MOVED`: the database file was deleted or replaced since the connection opened
  *   it, so other processes that open the path use another database. Terminal.
- * - `SCHEMA_MISMATCH`: a `worker_leadership` (or `worker_leadership_term`) table
- *   exists with another shape. Terminal.
+ * - `SCHEMA_MISMATCH`: a `worker_leadership` (or `worker_leadership_term`,
+ *   `worker_leadership_standby`) table exists with another shape. Terminal.
  * - `HOLDER_IN_USE`: another live subscription of this process already campaigns
  *   with the same database, slot and holder. Terminal.
  */

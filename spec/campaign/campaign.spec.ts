@@ -96,13 +96,13 @@ describe('Campaign', () => {
     expect(campaignOfB({ 25: releaseX }, 80, timing)).toEqual([[electedAt, 'elected']]);
   });
 
-  it('listens for releases only while it has a standby place, and polls every retryEvery without one', () => {
+  it('without a standby place, listens not, relies on the standbys and lets them try first at the expiry', () => {
     ['p', 'q', 'r'].forEach((holder) => sqliteLeaseStore(db).standBy(0, holder, 0, 1_000, 3));
-    watching = true;
     const acquire = jest.spyOn(store, 'acquire');
-    const timing = { renewEvery: 60, expiresAfter: 200, retryEvery: 10 }; // a standby would poll every 60
-    expect(campaignOfB({ 15: () => expect(notify).toBeUndefined() }, 45, timing)).toEqual([]);
-    expect(acquire.mock.calls.map(([, , now]) => now)).toEqual([0, 10, 20, 30, 40]);
+    const timing = { renewEvery: 60, expiresAfter: 200, retryEvery: 10 };
+    // x's lease ends at 100: polls every renewEvery, then tries at 100 + 1 + retryEvery.
+    expect(campaignOfB({ 15: () => expect(notify).toBeUndefined() }, 150, timing)).toEqual([[111, 'elected']]);
+    expect(acquire.mock.calls.map(([, , now]) => now)).toEqual([0, 60, 111]);
   });
 
   it('gives its standby place up when stopped, and listens from then on no more', () => {

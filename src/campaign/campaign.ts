@@ -1,7 +1,7 @@
 import { SchedulerLike, Subscription } from 'rxjs';
 import { LeadershipError } from '../leadership-error';
 import { Lease, LeadershipEvent, LostReason } from '../leadership-event';
-import { AcquireResult, ChangeOrigin, LeaseStore } from '../store/lease-store';
+import { AcquireResult, ChangeOrigin, LeaseRecord, LeaseStore } from '../store/lease-store';
 
 /**
  * How many followers of a slot stand by: they watch for releases and take the slot within
@@ -40,8 +40,8 @@ interface Tenure {
  *
  * A follower tries to acquire, then tries again after `retryEvery`, or just after the live
  * lease it saw expires if that comes sooner. The first few followers stand by: they also
- * try at once when the store reports a release, and need poll only as often as the leader
- * renews. A leader renews every `renewEvery`; a renewal that fails with a transient error
+ * try at once when the store reports a release, and they and the followers relying on
+ * them need poll only as often as the leader renews. A leader renews every `renewEvery`; a renewal that fails with a transient error
  * is retried after `retryEvery`, and if the lease it last wrote runs out first, the tenure ends (`lost`, `expired`) at that lease's
  * `expiresAt`: the leader never believes it leads past it.
  *
@@ -54,6 +54,11 @@ export class Campaign {
   private stopped = false;
   /** While this follower stands by: how to stop listening for releases. */
   private unwatch: (() => void) | undefined;
+  /**
+   * What this follower last learnt of the standby places: it holds one, every one is held
+   * by others (who watch for it), or it does not know (not asked yet, or the asking failed).
+   */
+  private standby: 'held' | 'full' | 'unknown' = 'unknown';
   /** Whether a follower's attempt is already due at once, so that bursts of changes make one. */
   private attemptDue = false;
 
@@ -126,13 +131,11 @@ export class Campaign {
     }
     if (!result.acquired) {
       this.standBy(now);
-      // The slot can be taken once `expires_at < now`: aim at the first such millisecond.
-      const untilFree = result.lease.expiresAt + 1 - now;
-      const pollEvery = this.pollEvery();
-      return this.wake(this.attempt, untilFree >= 1 && untilFree < pollEvery ? untilFree : pollEvery);
+      return this.wake(this.attempt, this.untilNextAttempt(result.lease, now));
     }
     const { term } = result.lease;
     this.tenure = { term, expiresAt };
+    this.standby = 'unknown';
     this.listen(false); // winning gave the standby place up
     if (this.emit({ type: 'elected', ...this.lease(term), expiresAt })) {
       this.scheduleRenewal(this.timing.renewEvery);
@@ -140,14 +143,22 @@ export class Campaign {
   }
 
   /**
-   * How long a follower waits, at most, before reading the slot again. `retryEvery`, unless
-   * it stands by and the store reports releases: then the timer is only the safety net for a release that goes
-   * unreported (one by the original worker's statements, say), and reading as often as the
-   * leader renews bounds what such a release costs well below what a crash costs (a lease).
+   * When a follower that found the slot held tries again. It polls every `retryEvery`,
+   * unless others watch for releases on its behalf: the standbys, or itself as one when its
+   * watch works. Then its timer is only the safety net for a release that goes unreported
+   * (one by the original worker's statements, say, or while every standby just died), and
+   * polling as often as the leader renews keeps what that costs well below what a crash
+   * costs (a lease). Whatever the polling, it aims at the first millisecond after the lease
+   * it saw can expire (`expires_at < now`), when a crashed leader's slot can be taken; a
+   * follower that relies on the standbys lets them try first, for `retryEvery`, so that a
+   * crowd of followers does not all try at the same millisecond.
    */
-  private pollEvery(): number {
+  private untilNextAttempt(lease: LeaseRecord, now: number): number {
     const { retryEvery, renewEvery } = this.timing;
-    return this.unwatch !== undefined && this.store.isWatching() ? Math.max(retryEvery, renewEvery) : retryEvery;
+    const relying = this.standby === 'full' || (this.standby === 'held' && this.store.isWatching());
+    const pollEvery = relying ? Math.max(retryEvery, renewEvery) : retryEvery;
+    const untilFree = lease.expiresAt + 1 + (this.standby === 'full' ? retryEvery : 0) - now;
+    return untilFree >= 1 && untilFree < pollEvery ? untilFree : pollEvery;
   }
 
   /**
@@ -157,7 +168,9 @@ export class Campaign {
    */
   private standBy(now: number): void {
     try {
-      this.listen(this.store.standBy(this.slot, this.holder, now, now + this.timing.expiresAfter, standbyPlaces));
+      const held = this.store.standBy(this.slot, this.holder, now, now + this.timing.expiresAfter, standbyPlaces);
+      this.standby = held ? 'held' : 'full';
+      this.listen(held);
     } catch {
       // As it was.
     }

@@ -64,15 +64,19 @@ export interface LeaseStore {
   /** Gives up `holder`'s standby place of `slot`, if it has one. */
   leaveStandby(slot: number, holder: string): void;
   /**
-   * Calls `listener` when a slot may have been released, in this process or another, so
-   * that followers can try at once instead of at their next timer. Best effort: a release
-   * may go unreported (or be reported twice), which is why campaigns keep their timers.
+   * Calls `listener` when a slot may have changed hands (a release or an acquisition), in
+   * this process or another, so that followers can try at once instead of at their next
+   * timer, and observers look. Best effort: a change may go unreported (or be reported
+   * twice), which is why campaigns keep their timers.
    * Returns the way to stop listening.
    */
   watch(listener: (origin: ChangeOrigin) => void): () => void;
   /** Whether changes are being reported right now (a watch can fail, or not be possible at all). */
   isWatching(): boolean;
-  /** The slot's current row, expired or not, or `undefined` when there is none. */
+  /**
+   * The slot's current row, expired or not, or `undefined` when there is none. Never writes:
+   * works on a read-only connection, and before the schema exists (then there is no row).
+   */
   read(slot: number): LeaseRecord | undefined;
   /**
    * Runs `work` in one write transaction that first checks that `lease` is held and not

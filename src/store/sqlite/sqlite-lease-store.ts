@@ -90,6 +90,7 @@ export function sqliteLeaseStore(db: Database): SqliteLeaseStore {
  */
 export class SqliteLeaseStore implements LeaseStore {
   private statements: Statements | undefined;
+  private readOnly: Statement<[number], LeaseRecord> | undefined;
   /** The file this connection opened, as the file system knew it then. */
   private file: { dev: number; ino: number } | undefined;
   private readonly listeners = new Set<(origin: ChangeOrigin) => void>();
@@ -103,7 +104,9 @@ export class SqliteLeaseStore implements LeaseStore {
       const seen = statements.read.get(slot);
       if (seen !== undefined && seen.holder !== holder && isLive(seen, now)) return { acquired: false, lease: seen };
       const take = () => statements.acquire.immediate({ slot, holder, now, expiresAt });
-      return waitForLock ? take() : this.withoutBusyWait(take);
+      const result = waitForLock ? take() : this.withoutBusyWait(take);
+      if (result.acquired) this.signalChange(); // for observers; standbys find it taken
+      return result;
     });
   }
 
@@ -115,7 +118,7 @@ export class SqliteLeaseStore implements LeaseStore {
     const released = this.guard((statements) => statements.release.run(lease).changes === 1);
     if (released) {
       this.notify('here'); // candidates on this connection
-      this.signalRelease(); // everybody else
+      this.signalChange(); // everybody else
     }
     return released;
   }
@@ -150,7 +153,12 @@ export class SqliteLeaseStore implements LeaseStore {
   }
 
   read(slot: number): LeaseRecord | undefined {
-    return this.guard((statements) => statements.read.get(slot));
+    try {
+      this.beforeOperation();
+      return this.reader()?.get(slot);
+    } catch (error) {
+      throw toLeadershipError(error, this.db);
+    }
   }
 
   fenced<T>(lease: Lease, now: () => number, work: () => T): T {
@@ -188,12 +196,37 @@ export class SqliteLeaseStore implements LeaseStore {
   private guard<T>(operation: (statements: Statements) => T): T {
     try {
       const statements = this.ready();
-      this.checkFile();
-      if (this.listeners.size > 0 && this.watcher === undefined) this.startWatching();
+      this.beforeOperation();
       return operation(statements);
     } catch (error) {
       throw toLeadershipError(error, this.db);
     }
+  }
+
+  private beforeOperation(): void {
+    if (this.file === undefined && !this.db.memory) this.file = fileIdentity(this.db.name);
+    this.checkFile();
+    if (this.listeners.size > 0 && this.watcher === undefined) this.startWatching();
+  }
+
+  /**
+   * The read statement, for reading without writing: `read` serves observers, which may
+   * hold a read-only connection and come before any candidate made the schema. No lease
+   * table yet means no lease; a lease table without the terms (only the original worker
+   * ever ran) means term 0.
+   */
+  private reader(): Statement<[number], LeaseRecord> | undefined {
+    if (this.statements) return this.statements.read;
+    const tables = this.db
+      .prepare<[], string>(`SELECT name FROM sqlite_master WHERE name IN ('worker_leadership', 'worker_leadership_term')`)
+      .pluck()
+      .all();
+    if (!tables.includes('worker_leadership')) return undefined;
+    if (!tables.includes('worker_leadership_term')) {
+      return this.db.prepare(`SELECT holder, 0 AS term, expires_at AS expiresAt FROM worker_leadership WHERE slot = ?`);
+    }
+    this.readOnly ??= this.db.prepare(statementText.read);
+    return this.readOnly;
   }
 
   /**
@@ -219,18 +252,19 @@ export class SqliteLeaseStore implements LeaseStore {
   }
 
   /**
-   * Releases are signalled through a file that followers watch, and that SQLite itself leaves
-   * alone: the -shm file in WAL mode (SQLite writes it through memory, which file watches do
-   * not see), the database file otherwise. The signal sets the file's times to what they
-   * were, after the commit: a follower woken by it reads the slot free. Renewals and other
-   * writes wake nobody. Best effort: a follower that misses it has its timer.
+   * Releases and acquisitions are signalled through a file that standbys and observers
+   * watch, and that SQLite itself leaves alone: the -shm file in WAL mode (SQLite writes it
+   * through memory, which file watches do not see), the database file otherwise. The signal
+   * sets the file's times to what they were, after the commit: whoever it wakes reads the
+   * new state. Renewals and other writes wake nobody. Best effort: a follower that misses
+   * it has its timer.
    */
   private signalFile(): string | undefined {
     if (this.db.memory || !this.db.open) return undefined;
     return this.db.pragma('journal_mode', { simple: true }) === 'wal' ? `${this.db.name}-shm` : this.db.name;
   }
 
-  private signalRelease(): void {
+  private signalChange(): void {
     try {
       const file = this.signalFile();
       if (file === undefined) return;
@@ -266,7 +300,6 @@ export class SqliteLeaseStore implements LeaseStore {
   private ready(): Statements {
     if (this.statements) return this.statements;
     if (this.db.readonly) throw new LeadershipError('DATABASE_READONLY', 'The database connection is read-only');
-    if (!this.db.memory) this.file = fileIdentity(this.db.name);
     installSqliteSchema(this.db);
     const { db } = this;
     const read = db.prepare<[number], LeaseRecord>(statementText.read);
