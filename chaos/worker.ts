@@ -35,13 +35,15 @@ export const ledgerTable = `CREATE TABLE IF NOT EXISTS chaos_ledger (
 
 /**
  * Opens `file` as the README advises: WAL, synchronous NORMAL, a short busy timeout. The
- * setup itself waits longer: dozens of processes starting at once all switch the journal
- * mode, which needs the lock for a moment each.
+ * setup itself (and `setupSql`, tables the worker needs) waits longer: dozens of processes
+ * starting at once all switch the journal mode and create tables, which needs the lock
+ * for a moment each.
  */
-export function openDatabase(file: string, busyTimeout: number): Database.Database {
+export function openDatabase(file: string, busyTimeout: number, setupSql = ''): Database.Database {
   const db = new Database(file, { timeout: 10_000 });
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
+  if (setupSql) db.exec(setupSql);
   db.pragma(`busy_timeout = ${busyTimeout}`);
   return db;
 }
@@ -62,8 +64,7 @@ export function reportUsage(extra: Record<string, unknown> = {}): void {
 
 function main(): void {
   const { file, worker, slots = 1, ledgerEvery, busyTimeout = 50, ...timing } = JSON.parse(process.argv[2]) as WorkerOptions;
-  const db = openDatabase(file, busyTimeout);
-  db.exec(ledgerTable);
+  const db = openDatabase(file, busyTimeout, ledgerTable);
   const append = db.prepare('INSERT INTO chaos_ledger (slot, holder, term, seq, at) VALUES (?, ?, ?, ?, ?)');
   const lastLeases = new Map<number, ElectedEvent>();
   let subscriptions: Subscription[] = [];

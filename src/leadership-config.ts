@@ -16,12 +16,11 @@ export interface LeadershipConfig {
    */
   expiresAfter?: number;
   /**
-   * How often a follower tries again, and how soon a leader retries a renewal that
-   * failed. A follower that sees a live lease also aims its next attempt just after that
-   * lease's expiry, so a crashed leader is replaced at expiry whatever this value. The few
-   * followers that stand by wake on a release and poll only every `renewEvery`; for the
-   * others, this bounds how long a release goes unnoticed. One attempt reads two tiny
-   * tables, microseconds of work, which makes a second cheap enough to keep as the default.
+   * How often a follower tries again when nobody can watch for releases, and how soon a
+   * leader retries a renewal that failed. A follower that sees a live lease also aims its
+   * next attempt just after that lease's expiry, so a crashed leader is replaced at expiry
+   * whatever this value; while a few followers stand by for releases, followers poll only
+   * every `renewEvery`. One attempt reads two tiny tables: microseconds of work.
    * @default 1_000
    */
   retryEvery?: number;
