@@ -1,10 +1,12 @@
 export { observeLeadership } from './observe-leadership';
+export { observeLeader } from './observe-leader';
 export { fenced } from './fenced';
 export { whileLeader } from './operators/while-leader';
 export { isLeader } from './operators/is-leader';
 export { LeadershipError } from './leadership-error';
 export type { LeadershipErrorCode } from './leadership-error';
 export type { LeadershipConfig } from './leadership-config';
+export type { LeaderState, ObserveLeaderConfig } from './observe-leader';
 export type {
   ElectedEvent,
   Lease,

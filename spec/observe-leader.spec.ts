@@ -1,0 +1,92 @@
+import Database from 'better-sqlite3';
+import { LeaderState, observeLeader, observeLeadership } from '../src';
+import { eventually } from '../chaos/eventually';
+import { seedStatements, seedTable } from '../chaos/seed-statements';
+import { virtualTime } from './support/virtual-time';
+import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
+
+const timing = { renewEvery: 10, expiresAfter: 30, retryEvery: 4 };
+const leads = (holder: string, term: number, expiresAt: number): LeaderState => ({ slot: 0, holder, term, expiresAt });
+const nobody: LeaderState = { slot: 0, holder: null, term: null, expiresAt: null };
+
+describe('observeLeader', () => {
+  let db: Database.Database;
+  beforeEach(() => {
+    db = new Database(':memory:');
+  });
+  afterEach(() => db.open && db.close());
+
+  it('shows nobody before any candidate ran, without creating anything', () => {
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      expectObservable(observeLeader(db, { scheduler }), '^ 50ms !').toBe('a', { a: nobody });
+    });
+    expect(db.prepare('SELECT name FROM sqlite_master').all()).toEqual([]);
+  });
+
+  it('shows an election, each renewal, and a release, on change only', () => {
+    const scheduler = virtualTime();
+    scheduler.run(({ cold, expectObservable }) => {
+      // a leads from 5, renews at 15 and 25, releases at 30; the observer polls every 3 ms.
+      const candidate = observeLeadership(db, { ...timing, holder: 'a', scheduler });
+      cold('5ms a').subscribe(() => {
+        const subscription = candidate.subscribe();
+        scheduler.schedule(() => subscription.unsubscribe(), 25);
+      });
+      expectObservable(observeLeader(db, { pollEvery: 3, scheduler }), '^ 40ms !').toBe('a 5ms b 8ms c 11ms d 2ms e', {
+        a: nobody,
+        b: leads('a', 1, 35), // at the next poll
+        c: leads('a', 1, 45),
+        d: leads('a', 1, 55),
+        e: nobody, // the release is told at once on the same connection, between polls
+      });
+    });
+  });
+
+  it('shows the lease running out at the first millisecond past its expiry, between polls', () => {
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      db.exec(seedTable);
+      seedStatements(db, 'rust', 20).tryAcquire(0); // the original worker: until 20, then gone
+      expectObservable(observeLeader(db, { pollEvery: 1_000, scheduler }), '^ 50ms !').toBe('a 20ms b', {
+        a: leads('rust', 0, 20), // no term table yet: the original worker alone ran
+        b: nobody,
+      });
+    });
+  });
+
+  it('refuses bad config at once, naming the field', () => {
+    expect(() => observeLeader(db, { pollEvery: 0 })).toThrow('Expected `pollEvery` to be an integer from 1 to 2147483647, got `0` (number)');
+    expect(() => observeLeader(db, { slot: -1 })).toThrow(RangeError);
+    expect(() => observeLeader(db, { poll: 5 } as never)).toThrow('Expected `config` to be an object with only slot, pollEvery, scheduler, got `"poll"` (string)');
+    expect(() => observeLeader({} as never)).toThrow('Expected `db` to be a better-sqlite3 Database');
+  });
+
+  it('ends with DATABASE_CLOSED when the database is closed under it', () => {
+    const scheduler = virtualTime();
+    scheduler.run(({ cold, expectObservable }) => {
+      cold('10ms a').subscribe(() => db.close());
+      expectObservable(observeLeader(db, { pollEvery: 4, scheduler }), '^ 50ms !').toBe('a 11ms #', { a: nobody }, expect.objectContaining({ code: 'DATABASE_CLOSED' }));
+    });
+  });
+
+  describe('on a file', () => {
+    let file: TemporaryDatabase;
+    beforeEach(() => (file = temporaryDatabase()));
+    afterEach(() => file.remove());
+
+    it('works on a read-only connection, and sees another process of the machine take and release the slot', async () => {
+      const writer = file.open();
+      const reader = file.open({ readonly: true });
+      const seen: LeaderState[] = [];
+      const subscription = observeLeader(reader, { pollEvery: 60_000 }).subscribe((state) => seen.push(state));
+      const candidate = observeLeadership(writer, { holder: 'w' }).subscribe();
+      await eventually('the election seen', () => seen.some((state) => state.holder === 'w'));
+      candidate.unsubscribe();
+      await eventually('the release seen', () => seen[seen.length - 1].holder === null);
+      subscription.unsubscribe();
+      expect(seen.map((state) => state.holder)).toEqual([null, 'w', null]);
+    });
+  });
+});
+
