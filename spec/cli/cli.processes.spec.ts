@@ -1,0 +1,123 @@
+import Database from 'better-sqlite3';
+import { ChildProcess, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { eventually } from '../../chaos/eventually';
+import { observeLeadership } from '../../src';
+import { temporaryDatabase, TemporaryDatabase } from '../support/temporary-database';
+
+const cliScript = join(__dirname, '..', '..', 'dist', 'cli', 'main.js');
+
+/** The CLI as a user runs it: a process of its own, its output gathered as it comes. */
+class Cli {
+  readonly process: ChildProcess;
+  output = '';
+  readonly exited: Promise<number | null>;
+
+  constructor(args: string[]) {
+    this.process = spawn(process.execPath, [cliScript, ...args]);
+    this.process.stdout!.on('data', (chunk) => (this.output += chunk));
+    this.process.stderr!.on('data', (chunk) => (this.output += chunk));
+    this.exited = new Promise((resolve) => this.process.once('exit', (code) => resolve(code)));
+  }
+
+  async result(): Promise<{ code: number | null; output: string }> {
+    const code = await this.exited;
+    return { code, output: this.output };
+  }
+}
+
+const cli = (...args: string[]) => new Cli(args).result();
+
+describe('the observe-leadership command', () => {
+  let file: TemporaryDatabase;
+  let running: Cli[];
+  beforeEach(() => {
+    file = temporaryDatabase();
+    file.open(); // a WAL database, open as workers keep it
+    running = [];
+  });
+  afterEach(async () => {
+    for (const each of running) each.process.kill('SIGKILL');
+    await Promise.all(running.map((each) => each.exited));
+    file.remove();
+  });
+  const start = (...args: string[]) => {
+    const started = new Cli(args);
+    running.push(started);
+    return started;
+  };
+
+  describe('status', () => {
+    it('says what is wrong, with an exit code of its own: missing file 3, no table 4, bad arguments 2', async () => {
+      expect(await cli('status', join(file.file, '..', 'missing.db'))).toEqual({ code: 3, output: expect.stringContaining('no database at') });
+      expect(await cli('status', file.file)).toEqual({ code: 4, output: expect.stringContaining('no worker_leadership table') });
+      expect(await cli('status', file.file, '--slot', 'x')).toEqual({ code: 2, output: expect.stringContaining('--slot must be a whole number') });
+      expect(await cli('frobnicate')).toEqual({ code: 2, output: expect.stringContaining('unknown command frobnicate') });
+    });
+
+    it('tells who leads a database that a worker is using, as text and as JSON', async () => {
+      const worker = observeLeadership(file.open(), { holder: 'worker-1' }).subscribe();
+      try {
+        const text = await cli('status', file.file);
+        expect(text.code).toBe(0);
+        expect(text.output).toMatch(/holder +worker-1\nterm +1\nexpires +in \d+\.\d s .*\nlive +yes/);
+        const json = await cli('status', file.file, '--json');
+        expect(JSON.parse(json.output)).toEqual({ slot: 0, holder: 'worker-1', term: 1, expiresAt: expect.any(Number), expiresIn: expect.any(Number), live: true });
+      } finally {
+        worker.unsubscribe();
+      }
+      expect(JSON.parse((await cli('status', file.file, '--json')).output)).toMatchObject({ holder: null, live: false });
+    });
+  });
+
+  describe('watch', () => {
+    it('prints each change of hands until Ctrl-C, then exits 0', async () => {
+      const watcher = start('watch', file.file, '--poll-every', '100');
+      const worker = observeLeadership(file.open(), { holder: 'worker-1' }).subscribe();
+      await eventually('the election shown', () => watcher.output.includes('worker-1 leads, term 1'));
+      worker.unsubscribe();
+      await eventually('the release shown', () => watcher.output.includes('nobody leads (worker-1 released'));
+      watcher.process.kill('SIGINT');
+      expect(await watcher.exited).toBe(0);
+    });
+  });
+
+  describe('run', () => {
+    const timing = ['--renew-every', '200', '--expires-after', '1000', '--retry-every', '100'];
+    // A command that says which term it runs for, and says so again when asked to stop.
+    const command = (name: string) => {
+      const script = join(file.file, '..', `${name}.sh`);
+      writeFileSync(script, `echo "${name} runs for term $OBSERVE_LEADERSHIP_TERM"\ntrap 'echo "${name} stops"; exit 0' TERM\nwhile true; do sleep 0.05; done\n`);
+      return ['bash', script];
+    };
+
+    it('runs the command only in the leader; on SIGTERM stops it, releases, and exits with its code; the next takes over', async () => {
+      const first = start('run', file.file, ...timing, '--', ...command('one'));
+      await eventually('the first command running', () => first.output.includes('one runs for term 1'));
+      const second = start('run', file.file, ...timing, '--', ...command('two'));
+      await eventually('the second campaigning', () => second.output.includes('campaigning'));
+      expect(second.output).not.toContain('two runs');
+      first.process.kill('SIGTERM');
+      expect(await first.exited).toBe(0);
+      expect(first.output).toContain('one stops');
+      await eventually('the second command running', () => second.output.includes('two runs for term 2'));
+    });
+
+    it('stops the command when the lease is lost, and campaigns again', async () => {
+      const runner = start('run', file.file, ...timing, '--', ...command('one'));
+      await eventually('the command running', () => runner.output.includes('one runs for term 1'));
+      // Another holder takes the slot (as after a pause): the next renewal finds it gone.
+      file.open().prepare(`UPDATE worker_leadership SET holder = 'thief', expires_at = ? WHERE slot = 0`).run(Date.now() + 60_000);
+      await eventually('the command stopped', () => runner.output.includes('lost the lease (superseded)') && runner.output.includes('one stops'));
+      expect(runner.process.exitCode).toBeNull(); // still campaigning
+    });
+
+    it('releases and exits with the code of a command that ends by itself', async () => {
+      expect(await cli('run', file.file, '--', 'bash', '-c', 'exit 7')).toEqual({ code: 7, output: expect.stringContaining('exited with code 7: releasing') });
+      expect(new Database(file.file, { readonly: true }).prepare('SELECT count(*) AS n FROM worker_leadership').get()).toEqual({ n: 0 });
+      expect(await cli('run', file.file, '--', join(file.file, '..', 'no-such-command'))).toMatchObject({ code: 127 });
+      expect(await cli('run', file.file)).toEqual({ code: 2, output: expect.stringContaining('which command?') });
+    });
+  });
+});

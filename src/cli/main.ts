@@ -1,0 +1,63 @@
+#!/usr/bin/env node
+import { fromEvent, merge, Observable, take } from 'rxjs';
+import { CliError, exitCode } from './cli-arguments';
+import { runCommand } from './run-command';
+import { statusCommand } from './status-command';
+import { watchCommand } from './watch-command';
+
+const usage = `usage: observe-leadership <command> <database> [options]
+
+  status <db> [--slot N] [--json]
+      who holds the slot, for which term, until when, and whether the lease is live
+  watch <db> [--slot N] [--poll-every MS]
+      a line each time the slot changes hands, is renewed, or runs out, until Ctrl-C
+  run <db> [--slot N] [--renew-every MS] [--expires-after MS] [--retry-every MS] [--grace MS] -- <command...>
+      campaign, and run the command only while leading; its environment has
+      OBSERVE_LEADERSHIP_SLOT, OBSERVE_LEADERSHIP_HOLDER and OBSERVE_LEADERSHIP_TERM
+
+exit codes: 0 done, 1 failed, 2 bad arguments, 3 no such database, 4 no worker_leadership table;
+run exits with its command's code`;
+
+/** Runs one command line; resolves with the exit code. Never throws. */
+export async function main(
+  argv: readonly string[],
+  out: (line: string) => void,
+  err: (line: string) => void,
+  stop: Observable<unknown>,
+): Promise<number> {
+  const [name, ...rest] = argv;
+  try {
+    switch (name) {
+      case 'status':
+        return statusCommand(rest, out);
+      case 'watch':
+        return await watchCommand(rest, out, stop);
+      case 'run':
+        return await runCommand(rest, (line) => err(`observe-leadership: ${line}`), stop);
+      case undefined:
+      case 'help':
+      case '--help':
+      case '-h':
+        out(usage);
+        return name === undefined ? exitCode.usage : exitCode.ok;
+      default:
+        throw new CliError(exitCode.usage, `unknown command ${name}`);
+    }
+  } catch (error) {
+    err(`observe-leadership: ${(error as Error).message}`);
+    if (error instanceof CliError && error.code === exitCode.usage) err(`run observe-leadership --help for usage`);
+    return error instanceof CliError ? error.code : exitCode.failed;
+  }
+}
+
+if (require.main === module) {
+  const stop = merge(fromEvent(process, 'SIGINT'), fromEvent(process, 'SIGTERM')).pipe(take(1));
+  void main(
+    process.argv.slice(2),
+    (line) => console.log(line),
+    (line) => console.error(line),
+    stop,
+  ).then((code) => {
+    process.exitCode = code;
+  });
+}

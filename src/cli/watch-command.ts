@@ -1,0 +1,45 @@
+import { Observable } from 'rxjs';
+import { LeaderState, observeLeader } from '../observe-leader';
+import { exitCode, integerOption, parseArguments } from './cli-arguments';
+import { hasLeaseTable, openDatabase } from './open-database';
+import { timeOfDay } from './time-text';
+
+/**
+ * `watch <db> [--slot N]`: a line each time the slot changes hands, is renewed, or runs
+ * out, until `stop` emits (Ctrl-C). Plain lines, so that it reads the same piped to a file.
+ */
+export function watchCommand(argv: readonly string[], print: (line: string) => void, stop: Observable<unknown>): Promise<number> {
+  const parsed = parseArguments(argv, ['slot', 'poll-every'], []);
+  const [file] = parsed.positional;
+  const slot = integerOption(parsed, 'slot', 0, 0, Number.MAX_SAFE_INTEGER) as number;
+  const pollEvery = integerOption(parsed, 'poll-every', 1_000, 1, 2 ** 31 - 1) as number;
+  const db = openDatabase(file, { readonly: true });
+  if (!hasLeaseTable(db)) print(`(no candidate has campaigned on ${file} yet: waiting)`);
+  return new Promise((resolve) => {
+    let previous: LeaderState | undefined;
+    const subscription = observeLeader(db, { slot, pollEvery }).subscribe({
+      next: (state) => {
+        print(`${timeOfDay(Date.now())}  slot ${slot}  ${describeChange(previous, state)}`);
+        previous = state;
+      },
+      error: (error: Error) => {
+        print(`stopped: ${error.message}`);
+        finish(exitCode.failed);
+      },
+    });
+    const stopping = stop.subscribe(() => finish(exitCode.ok));
+    function finish(code: number) {
+      subscription.unsubscribe();
+      stopping.unsubscribe();
+      db.close();
+      resolve(code);
+    }
+  });
+}
+
+function describeChange(previous: LeaderState | undefined, { holder, term, expiresAt }: LeaderState): string {
+  if (holder === null) return previous?.holder ? `nobody leads (${previous.holder} released or its lease ran out)` : 'nobody leads';
+  const until = `lease until ${timeOfDay(expiresAt as number)}`;
+  if (previous?.holder === holder && previous.term === term) return `${holder} renewed, term ${term}, ${until}`;
+  return `${holder} leads, term ${term}, ${until}`;
+}
