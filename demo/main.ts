@@ -1,0 +1,152 @@
+/**
+ * npm start: three worker processes elect a leader on a temporary database, and the demo
+ * stops, kills and pauses leaders on a schedule, telling what happens as it happens and
+ * measuring each failover. About 20 seconds, then a summary. Plain lines only, so that it
+ * reads the same in a terminal and piped to a file.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { eventually } from '../chaos/eventually';
+import { beliefSegments, overlappingBeliefs, WorkerRecord } from '../chaos/history';
+import { openDatabase, ledgerTable } from '../chaos/worker';
+import { sleep, stopWorkers, WorkerProcess } from '../chaos/worker-process';
+
+const timing = { renewEvery: 300, expiresAfter: 1_500, retryEvery: 500 };
+/** Each leader writes a ledger row with `fenced` this often. */
+const ledgerEvery = 250;
+
+const startedAt = Date.now();
+const clock = () => `${((Date.now() - startedAt) / 1000).toFixed(2).padStart(6)} s`;
+const say = (line: string) => console.log(`${clock()}  ${line}`);
+const announce = (line: string) => console.log(`\n${clock()}  ── ${line}`);
+
+interface Failover {
+  what: string;
+  gap: number;
+  note?: string;
+}
+
+async function main(): Promise<void> {
+  const folder = mkdtempSync(join(os.tmpdir(), 'observe-leadership-demo-'));
+  const file = join(folder, 'demo.db');
+  openDatabase(file, 1_000, ledgerTable).close();
+  console.log(`observe-leadership demo: 3 worker processes elect one leader through ${file}`);
+  console.log(
+    `leases last ${timing.expiresAfter} ms and are renewed every ${timing.renewEvery} ms; ` +
+      `the leader writes a ledger row with fenced() every ${ledgerEvery} ms\n`,
+  );
+
+  const workers: WorkerProcess[] = [];
+  const all: WorkerProcess[] = [];
+  const spawn = (name: string) => {
+    leading.delete(name); // a killed worker reported nothing
+    const worker = new WorkerProcess(name, 'candidate', { file, ledgerEvery, ...timing }, (record) => tell(name, record), (text) =>
+      process.stderr.write(text),
+    );
+    workers.push(worker);
+    all.push(worker);
+    return worker;
+  };
+  const replace = async (worker: WorkerProcess) => {
+    await worker.exited;
+    workers.splice(workers.indexOf(worker), 1);
+    const again = spawn(worker.name);
+    await eventually(`${worker.name} campaigning again`, () => again.records.some((r) => r.type === 'subscribed'));
+  };
+  const leader = () => eventually('a leader', () => workers.find((w) => w.alive && !w.paused && w.leading.has(0)), 30_000);
+  const nextElection = (since: number, except: WorkerProcess) =>
+    eventually('the next leader', () => all.flatMap((w) => (w === except ? [] : w.records)).find((r) => r.type === 'elected' && r.at >= since), 30_000);
+  const failovers: Failover[] = [];
+
+  for (const name of ['A', 'B', 'C']) spawn(name);
+  const first = await leader();
+  await sleep(2_500);
+
+  announce(`stopping the leader, ${first.name}, gracefully (SIGTERM): it releases its lease on the way out`);
+  const stoppedAt = Date.now();
+  first.signal('SIGTERM');
+  const afterStop = await nextElection(stoppedAt, first);
+  const released = first.records.find((r) => r.type === 'unsubscribed' && r.at >= stoppedAt);
+  failovers.push({ what: 'graceful stop', gap: afterStop.at - (released?.at ?? stoppedAt) });
+  await replace(first);
+  await sleep(2_000);
+
+  const second = await leader();
+  announce(`killing the leader, ${second.name} (SIGKILL): nobody releases; the others wait for its lease to expire`);
+  const killedAt = Date.now();
+  second.signal('SIGKILL');
+  const afterKill = await nextElection(killedAt, second);
+  const lastExpiry = Math.max(...second.records.map((r) => r.expiresAt ?? 0));
+  failovers.push({ what: 'crash', gap: afterKill.at - killedAt, note: `${afterKill.at - lastExpiry} ms after its lease expired` });
+  await replace(second);
+  await sleep(2_000);
+
+  const third = await leader();
+  const pause = 2 * timing.expiresAfter;
+  announce(`pausing the leader, ${third.name} (SIGSTOP) for ${pause} ms, twice its lease: alive, but silent`);
+  const pausedAt = Date.now();
+  third.signal('SIGSTOP');
+  third.paused = true;
+  const afterPause = await nextElection(pausedAt, third);
+  await sleep(pausedAt + pause - Date.now());
+  announce(`resuming ${third.name} (SIGCONT): it must find out that it lost, and write nothing more`);
+  const resumedAt = Date.now();
+  third.signal('SIGCONT');
+  third.paused = false;
+  const noticed = await eventually('the loss noticed', () => third.records.find((r) => r.type === 'lost' && r.at >= resumedAt), 30_000);
+  failovers.push({ what: 'pause', gap: afterPause.at - pausedAt, note: `${third.name} noticed its loss ${noticed.at - resumedAt} ms after resuming` });
+  await sleep(2_000);
+
+  announce('stopping every worker');
+  await stopWorkers(workers);
+  summarize(all.flatMap((w) => w.records), failovers, file);
+  rmSync(folder, { recursive: true, force: true });
+}
+
+/** Which workers lead, by name, as their reports say: a worker reports its election before it says it campaigns. */
+const leading = new Set<string>();
+
+function tell(name: string, record: WorkerRecord): void {
+  const until = record.expiresAt ? `, lease until +${((record.expiresAt - startedAt) / 1000).toFixed(2)} s` : '';
+  switch (record.type) {
+    case 'subscribed':
+      return leading.has(name) ? undefined : say(`${name}  started, campaigning`);
+    case 'elected':
+      leading.add(name);
+      return say(`${name}  elected, term ${record.term}${until}`);
+    case 'lost':
+      leading.delete(name);
+      return say(`${name}  lost term ${record.term} (${record.reason})`);
+    case 'unsubscribed':
+      return say(`${name}  ${leading.delete(name) ? 'released its lease' : 'stopped'}`);
+    case 'fenced-rejected':
+      return say(`${name}  a late ledger write for term ${record.term} was refused: ${record.code}`);
+    case 'error':
+      return say(`${name}  database error, still campaigning: ${record.message}`);
+    default:
+      return; // renewals and accepted ledger writes: counted in the summary
+  }
+}
+
+function summarize(records: WorkerRecord[], failovers: Failover[], file: string): void {
+  const elected = records.filter((r) => r.type === 'elected').sort((a, b) => a.at - b.at);
+  const terms = elected.map((r) => r.term!);
+  const overlaps = overlappingBeliefs(beliefSegments(records));
+  const count = (type: string) => records.filter((r) => r.type === type).length;
+  console.log('\nsummary');
+  for (const { what, gap, note } of failovers) {
+    console.log(`  without a leader after a ${what}: ${gap} ms${note ? ` (${note})` : ''}`);
+  }
+  const increasing = terms.every((term, i) => i === 0 || term > terms[i - 1]);
+  console.log(`  tenures: ${elected.length}, terms ${terms.join(', ')}: ${increasing ? 'each greater than the last' : 'NOT increasing (a bug: please report it)'}`);
+  console.log(`  renewals: ${count('renewed')}; fenced ledger writes accepted: ${count('fenced-write')}, refused: ${count('fenced-rejected')}`);
+  console.log(`  two leaders at once: ${overlaps.length === 0 ? 'never' : `${overlaps.length} times (a bug: please report it)`}, checked on every event`);
+  console.log(`\nthe database was ${file} (removed). To follow an election on your own database:`);
+  console.log('  npx observe-leadership watch <db>    (in this repository: node dist/cli/main.js watch <db>)');
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});
