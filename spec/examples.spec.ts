@@ -1,26 +1,83 @@
-import { spawn } from 'node:child_process';
+import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { eventually } from '../chaos/eventually';
-import { temporaryDatabase } from './support/temporary-database';
+import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 
-// README's first example, run as a user runs it, so that it cannot rot.
-describe('examples/print-events.js', () => {
-  it('prints its election, and releases its lease on Ctrl-C', async () => {
-    const database = temporaryDatabase();
-    const worker = spawn(process.execPath, [join(__dirname, '..', 'examples', 'print-events.js'), database.file]);
-    let output = '';
-    worker.stdout.on('data', (chunk) => (output += chunk));
-    worker.stderr.on('data', (chunk) => (output += chunk));
-    const exited = new Promise<number | null>((resolve) => worker.once('exit', resolve));
-    try {
-      await eventually('the election', () => /elected {2}term 1, lease until/.test(output));
-      worker.kill('SIGINT');
-      expect(await exited).toBe(0);
-      expect(output).toMatch(/stopped, lease released/);
-      expect(database.open().prepare('SELECT count(*) FROM worker_leadership').pluck().get()).toBe(0);
-    } finally {
-      worker.kill('SIGKILL');
-      database.remove();
-    }
+/** An example, run as a user runs it, so that none can rot. */
+class Example {
+  readonly process: ChildProcess;
+  output = '';
+  readonly exited: Promise<number | null>;
+
+  constructor(name: string, args: string[]) {
+    this.process = spawn(process.execPath, [join(__dirname, '..', 'examples', name), ...args]);
+    this.process.stdout!.on('data', (chunk) => (this.output += chunk));
+    this.process.stderr!.on('data', (chunk) => (this.output += chunk));
+    this.exited = new Promise((resolve) => this.process.once('exit', resolve));
+  }
+
+  shows(pattern: RegExp): Promise<RegExpMatchArray> {
+    return eventually(`${pattern} in the output`, () => this.output.match(pattern));
+  }
+}
+
+describe('examples', () => {
+  let database: TemporaryDatabase;
+  let started: Example[];
+  const run = (name: string, ...args: string[]) => {
+    const example = new Example(name, [database.file, ...args]);
+    started.push(example);
+    return example;
+  };
+  const count = (sql: string) => database.open().prepare(sql).pluck().get() as number;
+  beforeEach(() => {
+    database = temporaryDatabase();
+    started = [];
+  });
+  afterEach(async () => {
+    for (const example of started) example.process.kill('SIGKILL');
+    await Promise.all(started.map((example) => example.exited));
+    database.remove();
+  });
+
+  it('print-events.js prints its election, and releases its lease on Ctrl-C', async () => {
+    const worker = run('print-events.js');
+    await worker.shows(/elected {2}term 1, lease until/);
+    worker.process.kill('SIGINT');
+    expect(await worker.exited).toBe(0);
+    expect(worker.output).toMatch(/stopped, lease released/);
+    expect(count('SELECT count(*) FROM worker_leadership')).toBe(0);
+  });
+
+  it('job-queue.js: only the leader dispatches; when it stops, the other finishes the queue', async () => {
+    const first = run('job-queue.js');
+    await first.shows(/did job 3 \(term 1\)/);
+    const second = run('job-queue.js');
+    await second.shows(/campaigning/);
+    first.process.kill('SIGINT');
+    expect(await first.exited).toBe(0);
+    await second.shows(/did job 20 \(term 2\)/);
+    expect(count('SELECT count(*) FROM jobs WHERE done_by IS NULL')).toBe(0);
+    expect(count('SELECT count(DISTINCT done_in_term) FROM jobs')).toBe(2);
+  });
+
+  it('graceful-shutdown.js: on SIGTERM, finishes the job in flight, then releases', async () => {
+    const worker = run('graceful-shutdown.js');
+    const [, job] = await worker.shows(/started (job \d+)/);
+    worker.process.kill('SIGTERM');
+    expect(await worker.exited).toBe(0);
+    const finished = worker.output.indexOf(`finished ${job}`);
+    expect(finished).toBeGreaterThan(worker.output.indexOf('waiting for the one in flight'));
+    expect(worker.output.indexOf('lease released')).toBeGreaterThan(finished);
+    expect(count('SELECT count(*) FROM worker_leadership')).toBe(0);
+  });
+
+  it('cron-singleton.js: two processes, the task runs once per period', async () => {
+    const workers = [run('cron-singleton.js', '300'), run('cron-singleton.js', '300')];
+    await Promise.all(workers.map((worker) => worker.shows(/a task every 300 ms/))); // its table made
+    await eventually('three periods run', () => count('SELECT count(*) FROM cron_runs') >= 3);
+    const runs = workers.flatMap((worker) => worker.output.match(/ran the task for period \d+/g) ?? []);
+    expect(new Set(runs).size).toBe(runs.length); // no period twice
+    expect(workers.map((worker) => worker.output.includes('already ran'))).toEqual([false, false]); // the follower never tried
   });
 });

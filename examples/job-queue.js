@@ -1,0 +1,60 @@
+// A job-queue worker: every process runs this, only the leader dispatches. Jobs are taken
+// while leading (`whileLeader` stops taking them the moment leadership ends) and marked
+// done with `fenced`, so that a leader deposed mid-job (a pause, a lost lease) cannot
+// write after its successor began: its write is refused and the successor does the job.
+// Run it in two terminals on one file:
+//   node examples/job-queue.js /tmp/jobs.db
+'use strict';
+const Database = require('better-sqlite3');
+const { interval, concatMap, EMPTY, tap } = require('rxjs');
+const { observeLeadership, whileLeader, fenced, LeadershipError } = require('observe-leadership');
+
+const file = process.argv[2] ?? 'jobs.db';
+const db = new Database(file, { timeout: 1_000 });
+db.pragma('journal_mode = WAL');
+db.pragma('synchronous = NORMAL');
+db.exec(`CREATE TABLE IF NOT EXISTS jobs (
+  id INTEGER PRIMARY KEY, payload TEXT NOT NULL, done_by TEXT, done_in_term INTEGER)`);
+if (db.prepare('SELECT count(*) FROM jobs').pluck().get() === 0) {
+  const enqueue = db.prepare('INSERT INTO jobs (payload) VALUES (?)');
+  for (let i = 1; i <= 20; i++) enqueue.run(`job ${i}`);
+}
+const nextJob = db.prepare('SELECT id, payload FROM jobs WHERE done_by IS NULL ORDER BY id LIMIT 1');
+const markDone = db.prepare('UPDATE jobs SET done_by = ?, done_in_term = ? WHERE id = ? AND done_by IS NULL');
+
+const log = (line) => console.log(`${new Date().toISOString().slice(11, 23)}  ${line}`);
+
+/** One job: the work, then its result written only if this tenure still holds the lease. */
+function dispatch(lease) {
+  const job = nextJob.get();
+  if (job === undefined) return EMPTY;
+  try {
+    fenced(db, lease, () => markDone.run(lease.holder, lease.term, job.id));
+    log(`did ${job.payload} (term ${lease.term})`);
+  } catch (error) {
+    if (!(error instanceof LeadershipError && error.code === 'LEASE_LOST')) throw error;
+    log(`${job.payload}: not recorded, this tenure is over (${error.message})`);
+  }
+  return EMPTY;
+}
+
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    subscription.unsubscribe(); // stops dispatching, then releases the lease
+    db.close();
+    log('stopped, lease released');
+  });
+}
+
+log(`worker ${process.pid} campaigning on ${file}`);
+const subscription = observeLeadership(db, { renewEvery: 1_000, expiresAfter: 3_000 })
+  .pipe(
+    tap((event) => event.type !== 'renewed' && log(`${event.type}${event.term ? `, term ${event.term}` : ''}`)),
+    whileLeader((lease) => interval(200).pipe(concatMap(() => dispatch(lease)))),
+  )
+  .subscribe({
+    error: (error) => {
+      console.error(`stopped: ${error.code}: ${error.message}`);
+      process.exitCode = 1;
+    },
+  });
