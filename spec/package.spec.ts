@@ -1,0 +1,104 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const root = join(__dirname, '..');
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+
+// The package as a user gets it: `npm pack`, installed in a fresh project, then used from
+// CommonJS, from an ES module, from TypeScript, and through its command. Offline: the
+// package's one dependency is in npm's cache since `npm ci`; the peer dependencies (a native
+// build, for better-sqlite3) are this repository's own, linked in.
+describe('the package, installed in a fresh project', () => {
+  let folder: string;
+  let project: string;
+  let files: string[];
+
+  beforeAll(() => {
+    folder = mkdtempSync(join(tmpdir(), 'observe-leadership-package-'));
+    const [packed] = JSON.parse(execFileSync(npm, ['pack', '--json', '--pack-destination', folder], { cwd: root, encoding: 'utf8' })) as Array<{
+      filename: string;
+      files: Array<{ path: string }>;
+    }>;
+    files = packed.files.map((file) => file.path);
+    project = join(folder, 'consumer');
+    mkdirSync(join(project, 'node_modules'), { recursive: true });
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
+    execFileSync(npm, ['install', join(folder, packed.filename), '--offline', '--no-audit', '--no-fund', '--legacy-peer-deps', '--no-package-lock'], {
+      cwd: project,
+      stdio: 'pipe',
+    });
+    // After the install, which removes what its package.json does not name; one link per
+    // package, never a folder of ours that npm could empty.
+    mkdirSync(join(project, 'node_modules', '@types'));
+    for (const dependency of ['better-sqlite3', 'rxjs', '@types/better-sqlite3', '@types/node']) {
+      symlinkSync(join(root, 'node_modules', dependency), join(project, 'node_modules', dependency));
+    }
+  }, 120_000);
+  afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+  const electOnce = (api: string) => `
+    const db = new Database(':memory:');
+    observeLeadership(db, { holder: 'packaged' }).pipe(take(1)).subscribe((event) => console.log(${api}, event.type, event.holder));`;
+
+  it('ships only dist, README, LICENSE and package.json', () => {
+    expect(files.filter((file) => !file.startsWith('dist/'))).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json']));
+    expect(files.filter((file) => !file.startsWith('dist/')).sort()).toEqual(['LICENSE', 'README.md', 'package.json']);
+    expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/cli/main.js']));
+  });
+
+  it('works from CommonJS', () => {
+    writeFileSync(
+      join(project, 'index.cjs'),
+      `const Database = require('better-sqlite3');
+       const { take } = require('rxjs');
+       const { observeLeadership, observeLeader, fenced, whileLeader, isLeader, LeadershipError } = require('observe-leadership');
+       if (![observeLeader, fenced, whileLeader, isLeader, LeadershipError].every((f) => typeof f === 'function')) throw new Error('missing export');
+       ${electOnce("'require'")}`,
+    );
+    expect(execFileSync(process.execPath, ['index.cjs'], { cwd: project, encoding: 'utf8' })).toBe('require elected packaged\n');
+  });
+
+  it('works from an ES module', () => {
+    writeFileSync(
+      join(project, 'index.mjs'),
+      `import Database from 'better-sqlite3';
+       import { take } from 'rxjs';
+       import { observeLeadership } from 'observe-leadership';
+       ${electOnce("'import'")}`,
+    );
+    expect(execFileSync(process.execPath, ['index.mjs'], { cwd: project, encoding: 'utf8' })).toBe('import elected packaged\n');
+  });
+
+  it('gives TypeScript its types', () => {
+    writeFileSync(
+      join(project, 'index.ts'),
+      `import Database from 'better-sqlite3';
+       import { observeLeadership, observeLeader, whileLeader, LeadershipEvent, LeaderState, ElectedEvent } from 'observe-leadership';
+       import { EMPTY } from 'rxjs';
+       const db = new Database(':memory:');
+       const events = observeLeadership(db, { renewEvery: 1_000, expiresAfter: 3_000 });
+       events.pipe(whileLeader((lease: ElectedEvent) => EMPTY)).subscribe();
+       events.subscribe((event: LeadershipEvent) => { if (event.type === 'elected') { const term: number = event.term; } });
+       observeLeader(db).subscribe((state: LeaderState) => state.holder?.toUpperCase());
+       // @ts-expect-error: not an option
+       observeLeadership(db, { renewEvry: 1 });`,
+    );
+    const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    const options = ['--noEmit', '--strict', '--module', 'node16', '--moduleResolution', 'node16', '--target', 'es2022', '--esModuleInterop', 'index.ts'];
+    const compile = () => {
+      try {
+        return execFileSync(process.execPath, [tsc, ...options], { cwd: project, encoding: 'utf8' });
+      } catch (error) {
+        return (error as { stdout: string }).stdout; // the compiler's messages
+      }
+    };
+    expect(compile()).toBe('');
+  });
+
+  it('installs its command', () => {
+    const command = join(project, 'node_modules', '.bin', 'observe-leadership');
+    expect(execFileSync(command, ['--help'], { encoding: 'utf8' })).toContain('usage: observe-leadership');
+  });
+});
