@@ -38,8 +38,13 @@ describe('the observe-leadership command', () => {
     running = [];
   });
   afterEach(async () => {
-    for (const each of running) each.process.kill('SIGKILL');
-    await Promise.all(running.map((each) => each.exited));
+    // Gracefully first: a runner killed outright would leave its command running, holding
+    // the output pipe open.
+    for (const each of running) each.process.kill('SIGTERM');
+    const stopped = Promise.all(running.map((each) => each.exited));
+    const late = setTimeout(() => running.forEach((each) => each.process.kill('SIGKILL')), 10_000);
+    await stopped;
+    clearTimeout(late);
     file.remove();
   });
   const start = (...args: string[]) => {
