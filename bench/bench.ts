@@ -155,6 +155,8 @@ export interface IdleCost {
   leader: number;
   standby: number;
   polling: number;
+  /** Every process measured: what it was, and its % of a core. */
+  processes: Array<{ role: 'leader' | 'standby' | 'polling'; percent: number }>;
 }
 
 /** Enough processes for followers of both kinds: a leader, the standby places, and one more. */
@@ -185,13 +187,15 @@ async function idleCost(cluster: Cluster, warmUp: number, seconds: number): Prom
     standby: after[i].standby === true,
     percent: ((after[i].cpu - before[i].cpu) / 1000 / (after[i].uptime - before[i].uptime)) * 100,
   }));
-  const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
-  const followers = measured.filter((m) => m.worker !== leader);
-  return {
-    leader: measured.find((m) => m.worker === leader)!.percent,
-    standby: mean(followers.filter((m) => m.standby).map((m) => m.percent)),
-    polling: mean(followers.filter((m) => !m.standby).map((m) => m.percent)),
+  const processes = measured.map(({ worker, standby, percent }) => ({
+    role: worker === leader ? ('leader' as const) : standby ? ('standby' as const) : ('polling' as const),
+    percent,
+  }));
+  const mean = (role: string) => {
+    const values = processes.filter((p) => p.role === role).map((p) => p.percent);
+    return values.reduce((a, b) => a + b, 0) / values.length;
   };
+  return { leader: mean('leader'), standby: mean('standby'), polling: mean('polling'), processes };
 }
 
 /** The cost of one statement group, in µs, in this process, on a WAL file; and the worst single call, in ms. */
@@ -268,7 +272,7 @@ async function main(): Promise<void> {
   const folder = mkdtempSync(join(os.tmpdir(), 'observe-leadership-bench-'));
   const size = smoke
     ? { processes: 3, trials: 3, takeoverTrials: 2, scaleProcesses: 6, scaleTrials: 2, idleWarmUp: 1, idleSeconds: 1, calls: 200 }
-    : { processes: 4, trials: 40, takeoverTrials: 20, scaleProcesses: 64, scaleTrials: 15, idleWarmUp: 60, idleSeconds: 60, calls: 20_000 };
+    : { processes: 4, trials: 40, takeoverTrials: 20, scaleProcesses: 64, scaleTrials: 15, idleWarmUp: 60, idleSeconds: 120, calls: 20_000 };
   const random = mulberry32(7);
   const log = (line: string) => console.log(line);
   const busyErrors: Record<string, number> = {};
