@@ -5,7 +5,7 @@ import { AcquireResult, ChangeOrigin, LeaseRecord, LeaseStore } from '../store/l
 
 /**
  * How many followers of a slot stand by: they watch for releases and take the slot within
- * a few ms of one, while the others poll every `retryEvery`. A release that woke every
+ * a few ms of one, while the others rely on them and only poll. A release that woke every
  * follower would cost more CPU than the handoff takes once there are dozens of them.
  */
 const standbyPlaces = 3;
@@ -41,8 +41,9 @@ interface Tenure {
  * A follower tries to acquire, then tries again after `retryEvery`, or just after the live
  * lease it saw expires if that comes sooner. The first few followers stand by: they also
  * try at once when the store reports a release, and they and the followers relying on
- * them need poll only as often as the leader renews. A leader renews every `renewEvery`; a renewal that fails with a transient error
- * is retried after `retryEvery`, and if the lease it last wrote runs out first, the tenure ends (`lost`, `expired`) at that lease's
+ * them need poll only as often as the leader renews. A leader renews every `renewEvery`;
+ * a renewal that fails with a transient error is retried after `retryEvery`, and if the
+ * lease it last wrote runs out first, the tenure ends (`lost`, `expired`) at that lease's
  * `expiresAt`: the leader never believes it leads past it.
  *
  * All time comes from `scheduler.now()`, read before each write; the store sees only the
@@ -249,4 +250,3 @@ export class Campaign {
     return Math.floor(this.scheduler.now());
   }
 }
-
