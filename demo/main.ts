@@ -98,8 +98,10 @@ async function main(): Promise<void> {
   failovers.push({ what: 'pause', gap: afterPause.at - pausedAt, note: `${third.name} noticed its loss ${noticed.at - resumedAt} ms after resuming` });
   await sleep(2_000);
 
-  announce('stopping every worker');
-  await stopWorkers(workers);
+  announce('stopping every worker, the leader last');
+  const last = workers.find((w) => w.leading.has(0));
+  await stopWorkers(workers.filter((w) => w !== last));
+  await stopWorkers(last ? [last] : []);
   summarize(all.flatMap((w) => w.records), failovers, file);
   rmSync(folder, { recursive: true, force: true });
 }
