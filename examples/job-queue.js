@@ -3,7 +3,7 @@
 // done with `fenced`, so that a leader deposed mid-job (a pause, a lost lease) cannot
 // write after its successor began: its write is refused and the successor does the job.
 // Run it in two terminals on one file:
-//   node examples/job-queue.js /tmp/jobs.db
+//   node examples/job-queue.js /tmp/jobs.db [jobs to enqueue into an empty queue, 20 by default]
 'use strict';
 const Database = require('better-sqlite3');
 const { interval, concatMap, EMPTY, tap } = require('rxjs');
@@ -17,7 +17,7 @@ db.exec(`CREATE TABLE IF NOT EXISTS jobs (
   id INTEGER PRIMARY KEY, payload TEXT NOT NULL, done_by TEXT, done_in_term INTEGER)`);
 if (db.prepare('SELECT count(*) FROM jobs').pluck().get() === 0) {
   const enqueue = db.prepare('INSERT INTO jobs (payload) VALUES (?)');
-  for (let i = 1; i <= 20; i++) enqueue.run(`job ${i}`);
+  for (let i = 1; i <= Number(process.argv[3] ?? 20); i++) enqueue.run(`job ${i}`);
 }
 const nextJob = db.prepare('SELECT id, payload FROM jobs WHERE done_by IS NULL ORDER BY id LIMIT 1');
 const markDone = db.prepare('UPDATE jobs SET done_by = ?, done_in_term = ? WHERE id = ? AND done_by IS NULL');
