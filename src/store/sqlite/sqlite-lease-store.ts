@@ -217,6 +217,7 @@ export class SqliteLeaseStore implements LeaseStore {
    */
   private reader(): Statement<[number], LeaseRecord> | undefined {
     if (this.statements) return this.statements.read;
+    if (this.readOnly) return this.readOnly;
     const tables = this.db
       .prepare<[], string>(`SELECT name FROM sqlite_master WHERE name IN ('worker_leadership', 'worker_leadership_term')`)
       .pluck()
@@ -225,7 +226,7 @@ export class SqliteLeaseStore implements LeaseStore {
     if (!tables.includes('worker_leadership_term')) {
       return this.db.prepare(`SELECT holder, 0 AS term, expires_at AS expiresAt FROM worker_leadership WHERE slot = ?`);
     }
-    this.readOnly ??= this.db.prepare(statementText.read);
+    this.readOnly = this.db.prepare(statementText.read);
     return this.readOnly;
   }
 
