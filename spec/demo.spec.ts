@@ -1,14 +1,10 @@
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { SpawnedScript } from './support/spawned-script';
 
 // What `npm start` runs (after its build), so that README's first command cannot rot.
 describe('the demo', () => {
   it('runs its three failovers and finds terms increasing and never two leaders', async () => {
-    const demo = spawn(process.execPath, [join(__dirname, '..', 'build', 'demo', 'main.js')]);
-    let output = '';
-    demo.stdout.on('data', (chunk) => (output += chunk));
-    demo.stderr.on('data', (chunk) => (output += chunk));
-    const code = await new Promise((resolve) => demo.once('exit', resolve));
+    const { code, output } = await new SpawnedScript(join(__dirname, '..', 'build', 'demo', 'main.js'), []).result();
     expect({ code, output }).toEqual({ code: 0, output: expect.stringContaining('summary') });
     expect(output).toMatch(/without a leader after a graceful stop: \d+ ms/);
     expect(output).toMatch(/without a leader after a crash: \d+ ms \(\d+ ms after its lease expired\)/);

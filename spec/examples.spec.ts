@@ -1,31 +1,13 @@
-import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { eventually } from '../chaos/eventually';
+import { SpawnedScript } from './support/spawned-script';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
-
-/** An example, run as a user runs it, so that none can rot. */
-class Example {
-  readonly process: ChildProcess;
-  output = '';
-  readonly exited: Promise<number | null>;
-
-  constructor(name: string, args: string[]) {
-    this.process = spawn(process.execPath, [join(__dirname, '..', 'examples', name), ...args]);
-    this.process.stdout!.on('data', (chunk) => (this.output += chunk));
-    this.process.stderr!.on('data', (chunk) => (this.output += chunk));
-    this.exited = new Promise((resolve) => this.process.once('exit', resolve));
-  }
-
-  shows(pattern: RegExp): Promise<RegExpMatchArray> {
-    return eventually(`${pattern} in the output`, () => this.output.match(pattern));
-  }
-}
 
 describe('examples', () => {
   let database: TemporaryDatabase;
-  let started: Example[];
+  let started: SpawnedScript[];
   const run = (name: string, ...args: string[]) => {
-    const example = new Example(name, [database.file, ...args]);
+    const example = new SpawnedScript(join(__dirname, '..', 'examples', name), [database.file, ...args]);
     started.push(example);
     return example;
   };

@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Comparison } from '../../bench/bench';
+import { SpawnedScript } from '../support/spawned-script';
 
 // The benchmark is a script, not a timed test: this only runs its tiny smoke, so that it
 // cannot rot. It asserts that every scenario produced numbers, never what they are.
@@ -10,11 +10,8 @@ describe('npm run bench -- --smoke', () => {
   it('runs every scenario on both sides and writes the results and the chart', async () => {
     const out = mkdtempSync(join(tmpdir(), 'observe-leadership-bench-spec-'));
     try {
-      const bench = spawn(process.execPath, [join(__dirname, '..', '..', 'build', 'bench', 'bench.js'), '--smoke', '--out', out]);
-      let output = '';
-      bench.stdout.on('data', (chunk) => (output += chunk));
-      bench.stderr.on('data', (chunk) => (output += chunk));
-      const code = await new Promise((resolve) => bench.once('exit', resolve));
+      const bench = new SpawnedScript(join(__dirname, '..', '..', 'build', 'bench', 'bench.js'), ['--smoke', '--out', out]);
+      const { code, output } = await bench.result();
       expect({ code, output }).toEqual({ code: 0, output: expect.stringContaining('graceful handoff') });
 
       const results = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as { comparisons: Comparison[] };

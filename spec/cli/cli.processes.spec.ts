@@ -1,37 +1,18 @@
 import Database from 'better-sqlite3';
-import { ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { eventually } from '../../chaos/eventually';
 import { observeLeadership } from '../../src';
+import { SpawnedScript } from '../support/spawned-script';
 import { temporaryDatabase, TemporaryDatabase } from '../support/temporary-database';
 
 const cliScript = join(__dirname, '..', '..', 'dist', 'cli', 'main.js');
 
-/** The CLI as a user runs it: a process of its own, its output gathered as it comes. */
-class Cli {
-  readonly process: ChildProcess;
-  output = '';
-  readonly exited: Promise<number | null>;
-
-  constructor(args: string[]) {
-    this.process = spawn(process.execPath, [cliScript, ...args]);
-    this.process.stdout!.on('data', (chunk) => (this.output += chunk));
-    this.process.stderr!.on('data', (chunk) => (this.output += chunk));
-    this.exited = new Promise((resolve) => this.process.once('exit', (code) => resolve(code)));
-  }
-
-  async result(): Promise<{ code: number | null; output: string }> {
-    const code = await this.exited;
-    return { code, output: this.output };
-  }
-}
-
-const cli = (...args: string[]) => new Cli(args).result();
+const cli = (...args: string[]) => new SpawnedScript(cliScript, args).result();
 
 describe('the observe-leadership command', () => {
   let file: TemporaryDatabase;
-  let running: Cli[];
+  let running: SpawnedScript[];
   beforeEach(() => {
     file = temporaryDatabase();
     file.open(); // a WAL database, open as workers keep it
@@ -48,7 +29,7 @@ describe('the observe-leadership command', () => {
     file.remove();
   });
   const start = (...args: string[]) => {
-    const started = new Cli(args);
+    const started = new SpawnedScript(cliScript, args);
     running.push(started);
     return started;
   };

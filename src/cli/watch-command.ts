@@ -1,4 +1,5 @@
 import { Observable } from 'rxjs';
+import { MAX_DELAY } from '../argument-check';
 import { LeaderState, observeLeader } from '../observe-leader';
 import { exitCode, integerOption, parseArguments } from './cli-arguments';
 import { hasLeaseTable, openDatabase } from './open-database';
@@ -12,7 +13,7 @@ export function watchCommand(argv: readonly string[], print: (line: string) => v
   const parsed = parseArguments(argv, ['slot', 'poll-every'], []);
   const [file] = parsed.positional;
   const slot = integerOption(parsed, 'slot', 0, 0, Number.MAX_SAFE_INTEGER) as number;
-  const pollEvery = integerOption(parsed, 'poll-every', 1_000, 1, 2 ** 31 - 1) as number;
+  const pollEvery = integerOption(parsed, 'poll-every', 1_000, 1, MAX_DELAY) as number;
   const db = openDatabase(file, { readonly: true });
   if (!hasLeaseTable(db)) print(`(no candidate has campaigned on ${file} yet: waiting)`);
   return new Promise((resolve) => {
