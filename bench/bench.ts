@@ -222,13 +222,13 @@ function statementCosts(folder: string, calls: number) {
     };
   };
   const now = Date.now();
-  store.acquire(0, 'a', now, now + 60_000);
+  store.acquire(0, 'a', now, 60_000);
   const term = store.read(0)!.term;
   const results = {
     ours: {
-      renew: time((i) => store.renew({ slot: 0, holder: 'a', term }, now + 60_000 + i)),
-      followerAttempt: time(() => store.acquire(0, 'b', now, now + 60_000)),
-      acquire: time((i) => store.acquire(1, 'a', now + i, now + i + 60_000)),
+      renew: time((i) => store.renew({ slot: 0, holder: 'a', term }, now + i, 60_000)),
+      followerAttempt: time(() => store.acquire(0, 'b', now, 60_000)),
+      acquire: time((i) => store.acquire(1, 'a', now + i, 60_000)),
     },
     baseline: {} as Record<string, { meanMicros: number; p99Millis: number; p999Millis: number; worstMillis: number }>,
   };

@@ -53,7 +53,7 @@ describe('fenced', () => {
   });
 
   it('writes nothing and throws LEASE_LOST for another term, another holder, or no lease at all', () => {
-    sqliteLeaseStore(db).acquire(0, 'a', 1, 31); // a new tenure: term 2
+    sqliteLeaseStore(db).acquire(0, 'a', 1, 30); // a new tenure: term 2
     expectLeaseLost(() => fenced(db, held, addJob('old term'), scheduler));
     expectLeaseLost(() => fenced(db, { ...held, holder: 'b', term: 2 }, addJob('other holder'), scheduler));
     expectLeaseLost(() => fenced(db, { ...held, slot: 7 }, addJob('no lease'), scheduler));

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { Campaign } from '../../src/campaign/campaign';
 import { LeadershipError, LeadershipEvent } from '../../src';
-import { ChangeOrigin, LeaseStore } from '../../src/store/lease-store';
+import { AcquireResult, ChangeOrigin, LeaseStore } from '../../src/store/lease-store';
 import { sqliteLeaseStore } from '../../src/store/sqlite/sqlite-lease-store';
 import { virtualTime } from '../support/virtual-time';
 
@@ -20,8 +20,6 @@ describe('Campaign', () => {
       acquire: (...args) => sqlite.acquire(...args),
       renew: (...args) => sqlite.renew(...args),
       release: (...args) => sqlite.release(...args),
-      read: (...args) => sqlite.read(...args),
-      fenced: (...args) => sqlite.fenced(...args),
       standBy: (...args) => sqlite.standBy(...args),
       leaveStandby: (...args) => sqlite.leaveStandby(...args),
       watch: (listener) => {
@@ -71,7 +69,7 @@ describe('Campaign', () => {
     const seen = campaignOfB({ 10: () => (releaseX(), [1, 2, 3].forEach(() => notify?.('anywhere'))) });
     expect(seen).toEqual([[10, 'elected']]);
     expect(acquire).toHaveBeenCalledTimes(2); // at 0, and once at 10: the later changes find it leading
-    expect(acquire).toHaveBeenLastCalledWith(0, 'b', 10, 100, { waitForLock: false });
+    expect(acquire).toHaveBeenLastCalledWith(0, 'b', 10, 90, { waitForLock: false });
   });
 
   it('steps aside without an error event when a crowd attempt finds the write lock taken, and tries again later', () => {
@@ -121,4 +119,91 @@ describe('Campaign', () => {
     expect(renew).toHaveBeenCalledTimes(1);
   });
 
+  describe('with a store that answers later (a database across the network)', () => {
+    const timing = { renewEvery: 30, expiresAfter: 90, retryEvery: 50 };
+
+    /**
+     * Runs a campaign for `b` on a free slot; each operation is carried out on SQLite when
+     * sent and answered `latency(operation, call)` frames later (never when `Infinity`).
+     */
+    function campaignAnsweredLater(latency: (operation: string, call: number) => number, until: number, stopAt = until) {
+      const scheduler = virtualTime();
+      const seen: Array<[number, LeadershipEvent]> = [];
+      const calls: Record<string, number> = {};
+      const later = <T>(operation: string, answer: () => T): PromiseLike<T> => {
+        const delay = latency(operation, (calls[operation] = (calls[operation] ?? 0) + 1));
+        let value: T;
+        let error: unknown;
+        try {
+          value = answer();
+        } catch (thrown) {
+          error = thrown ?? new Error('thrown');
+        }
+        return {
+          then(onResult, onError) {
+            if (delay !== Infinity) scheduler.schedule(() => (error === undefined ? onResult?.(value) : onError?.(error)), delay);
+            return this as never;
+          },
+        };
+      };
+      const slow: LeaseStore = {
+        ...store,
+        acquire: (...args) => later('acquire', () => store.acquire(...args) as AcquireResult),
+        renew: (...args) => later('renew', () => store.renew(...args) as boolean),
+        release: (...args) => later('release', () => store.release(...args) as boolean),
+      };
+      scheduler.run(() => {
+        const campaign = new Campaign(
+          slow,
+          0,
+          'b',
+          timing,
+          { next: (event) => seen.push([scheduler.now(), event]), error: (error) => { throw error; } },
+          scheduler,
+        );
+        campaign.start();
+        scheduler.schedule(() => campaign.stop(), stopAt);
+      });
+      return { seen, row: sqliteLeaseStore(db).read(0) };
+    }
+
+    it('counts each lease from when its write was sent, not from when the answer came', () => {
+      const { seen } = campaignAnsweredLater(() => 20, 100);
+      expect(seen.map(([at, event]) => [at, event.type, 'expiresAt' in event ? event.expiresAt : undefined])).toEqual([
+        [20, 'elected', 90], // sent at 0
+        [70, 'renewed', 140], // sent at 50, 30 after the election was known
+      ]);
+    });
+
+    it('steps down at the end of the lease it last wrote while a renewal goes unanswered', () => {
+      const { seen } = campaignAnsweredLater((operation) => (operation === 'renew' ? Infinity : 5), 200);
+      expect(seen.map(([at, event]) => [at, event.type, 'reason' in event ? event.reason : undefined])).toEqual([
+        [5, 'elected', undefined],
+        [90, 'lost', 'expired'], // 0 + expiresAfter: the renewal sent at 35 never came back
+      ]);
+    });
+
+    it('never believes an acquisition whose answer came after the lease it granted could have run out', () => {
+      const { seen } = campaignAnsweredLater((operation, call) => (operation === 'acquire' && call === 1 ? 95 : 5), 110);
+      // The answer at 95 is not believed; the attempt made then takes the slot again, as a new tenure.
+      expect(seen.map(([at, event]) => [at, event.type, 'term' in event ? event.term : undefined])).toEqual([[100, 'elected', 2]]);
+    });
+
+    it('releases once an acquisition that was in flight when it stopped lands', () => {
+      const { seen, row } = campaignAnsweredLater(() => 10, 50, 5);
+      expect(seen).toEqual([]);
+      expect(row).toBeUndefined(); // taken at 0, answered at 10, released then
+    });
+
+    it('makes one call at a time: an attempt due while a renewal is in flight waits for its answer', () => {
+      const renewAnsweredAt = 150;
+      const { seen } = campaignAnsweredLater((operation) => (operation === 'renew' ? renewAnsweredAt - 35 : 5), 200);
+      // lost at 90 while the renewal sent at 35 is in flight; the attempt due then waits for its answer at 150.
+      expect(seen.map(([at, event]) => [at, event.type])).toEqual([
+        [5, 'elected'],
+        [90, 'lost'],
+        [155, 'elected'],
+      ]);
+    });
+  });
 });

@@ -1,7 +1,7 @@
 import { SchedulerLike, Subscription } from 'rxjs';
 import { LeadershipError } from '../leadership-error';
 import { Lease, LeadershipEvent, LostReason } from '../leadership-event';
-import { AcquireResult, ChangeOrigin, LeaseRecord, LeaseStore } from '../store/lease-store';
+import { AcquireResult, ChangeOrigin, Eventually, LeaseStore } from '../store/lease-store';
 
 /**
  * How many followers of a slot stand by: they watch for releases and take the slot within
@@ -29,10 +29,14 @@ export interface CampaignObserver {
   error(error: unknown): void;
 }
 
-/** The tenure this candidate believes it holds, and until when: the lease it last wrote. */
+/** The tenure this candidate believes it holds, and until when, on its own clock. */
 interface Tenure {
   readonly term: number;
   readonly expiresAt: number;
+}
+
+function isPromiseLike<T>(value: Eventually<T>): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
 }
 
 /**
@@ -44,10 +48,13 @@ interface Tenure {
  * them need poll only as often as the leader renews. A leader renews every `renewEvery`;
  * a renewal that fails with a transient error is retried after `retryEvery`, and if the
  * lease it last wrote runs out first, the tenure ends (`lost`, `expired`) at that lease's
- * `expiresAt`: the leader never believes it leads past it.
+ * end: the leader never believes it leads past it.
  *
- * All time comes from `scheduler.now()`, read before each write; the store sees only the
- * numbers, never a timer.
+ * All time comes from `scheduler.now()`. A lease's end, as the candidate believes it, is
+ * `expiresAfter` from the moment the write was sent, so a reply that comes late (a slow
+ * network, a busy server) only shortens the belief. The store may answer at once (SQLite)
+ * or with a promise; one operation is in flight at a time, and whatever is due meanwhile
+ * (an attempt, the release at the end) waits for it to settle.
  */
 export class Campaign {
   private tenure: Tenure | undefined;
@@ -62,6 +69,10 @@ export class Campaign {
   private standby: 'held' | 'full' | 'unknown' = 'unknown';
   /** Whether a follower's attempt is already due at once, so that bursts of changes make one. */
   private attemptDue = false;
+  /** The operation in flight, until its answer has been handled. */
+  private inFlight: object | undefined;
+  /** What runs once the operation in flight settles, instead of at its own time. */
+  private afterFlight: (() => void) | undefined;
 
   constructor(
     private readonly store: LeaseStore,
@@ -70,6 +81,8 @@ export class Campaign {
     private readonly timing: CampaignTiming,
     private readonly observer: CampaignObserver,
     private readonly scheduler: SchedulerLike,
+    /** Told of what fails once nobody is subscribed any more: the release at the end, mostly. */
+    private readonly onLateError: (error: unknown) => void = () => undefined,
   ) {}
 
   /** Tries to acquire at once, then goes on by itself until stopped. */
@@ -77,22 +90,34 @@ export class Campaign {
     this.attempt();
   }
 
-  /** Stops the timer, then releases the lease if this candidate leads. Never throws. */
+  /**
+   * Stops the timer, then releases the lease if this candidate leads, at once or as soon as
+   * the operation in flight settles (an acquisition in flight may yet win). Never throws.
+   */
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
     this.timer?.unsubscribe();
-    const standing = this.unwatch !== undefined;
+    this.afterFlight = undefined;
+    this.whenSettled(this.withdraw);
+  }
+
+  private readonly withdraw = (): void => {
+    const standing = this.unwatch !== undefined || this.standby === 'held';
     this.listen(false);
     const { tenure } = this;
     this.tenure = undefined;
-    try {
-      if (tenure !== undefined) this.store.release(this.lease(tenure.term));
-      else if (standing) this.store.leaveStandby(this.slot, this.holder);
-    } catch {
-      // Nobody is left to tell (the subscriber is gone); the lease expires by itself.
-    }
-  }
+    this.perform(
+      () => {
+        if (tenure !== undefined) return this.store.release(this.lease(tenure.term));
+        if (standing) return this.store.leaveStandby(this.slot, this.holder);
+        return undefined;
+      },
+      () => undefined,
+      // Nobody is left to tell but whoever awaits the store; the lease expires by itself.
+      this.onLateError,
+    );
+  };
 
   /**
    * The slots may have changed hands: a follower tries at once rather than at its next
@@ -101,7 +126,7 @@ export class Campaign {
    * all of them read: the first to find the slot free takes it, the others step aside.
    */
   private readonly onChange = (origin: ChangeOrigin): void => {
-    if (this.tenure !== undefined || this.stopped || this.attemptDue) return;
+    if (this.tenure !== undefined || this.stopped || this.attemptDue || this.inFlight) return;
     if (origin === 'anywhere') return this.attemptInCrowd();
     this.attemptDue = true;
     this.wake(this.attempt, 0);
@@ -118,26 +143,41 @@ export class Campaign {
 
   private tryToAcquire(waitForLock: boolean): void {
     this.attemptDue = false;
-    const now = this.now();
-    const expiresAt = now + this.timing.expiresAfter;
-    let result: AcquireResult;
-    try {
-      result = this.store.acquire(this.slot, this.holder, now, expiresAt, { waitForLock });
-    } catch (error) {
-      if (!waitForLock && error instanceof LeadershipError && error.code === 'DATABASE_BUSY') {
-        this.standBy(now);
-        return this.wake(this.attempt, 1 + Math.floor(Math.random() * stepAsideSpread));
-      }
-      return this.onStoreError(error, () => this.wake(this.attempt, this.timing.retryEvery));
+    const sentAt = this.now();
+    const { expiresAfter } = this.timing;
+    this.perform(
+      () => this.store.acquire(this.slot, this.holder, sentAt, expiresAfter, { waitForLock }),
+      (result) => this.onAcquireResult(result, sentAt),
+      (error) => {
+        if (this.stopped) return;
+        if (!waitForLock && error instanceof LeadershipError && error.code === 'DATABASE_BUSY') {
+          this.standBy();
+          return this.wake(this.attempt, 1 + Math.floor(Math.random() * stepAsideSpread));
+        }
+        this.onStoreError(error, () => this.wake(this.attempt, this.timing.retryEvery));
+      },
+    );
+  }
+
+  private onAcquireResult(result: AcquireResult, sentAt: number): void {
+    if (result.acquired) {
+      // Recorded even when stopped meanwhile: the release at the end needs the term.
+      this.tenure = { term: result.lease.term, expiresAt: sentAt + this.timing.expiresAfter };
+      this.standby = 'unknown';
     }
+    if (this.stopped) return;
     if (!result.acquired) {
-      this.standBy(now);
-      return this.wake(this.attempt, this.untilNextAttempt(result.lease, now));
+      this.standBy();
+      return this.wake(this.attempt, this.untilNextAttempt(result.expiresIn));
     }
-    const { term } = result.lease;
-    this.tenure = { term, expiresAt };
-    this.standby = 'unknown';
     this.listen(false); // winning gave the standby place up
+    const { term, expiresAt } = this.tenure as Tenure;
+    if (this.now() >= expiresAt) {
+      // The answer came after the lease it granted could have run out: never believed. The
+      // slot is still this holder's in the store, so the next attempt takes it at once.
+      this.tenure = undefined;
+      return this.wake(this.attempt, 0);
+    }
     if (this.emit({ type: 'elected', ...this.lease(term), expiresAt })) {
       this.scheduleRenewal(this.timing.renewEvery);
     }
@@ -154,24 +194,30 @@ export class Campaign {
    * follower that relies on the standbys lets them try first, for `retryEvery`, so that a
    * crowd of followers does not all try at the same millisecond.
    */
-  private untilNextAttempt(lease: LeaseRecord, now: number): number {
+  private untilNextAttempt(expiresIn: number): number {
     const { retryEvery, renewEvery } = this.timing;
     const relying = this.standby === 'full' || (this.standby === 'held' && this.store.isWatching());
     const pollEvery = relying ? Math.max(retryEvery, renewEvery) : retryEvery;
-    const untilFree = lease.expiresAt + 1 + (this.standby === 'full' ? retryEvery : 0) - now;
+    const untilFree = expiresIn + 1 + (this.standby === 'full' ? retryEvery : 0);
     return untilFree >= 1 && untilFree < pollEvery ? untilFree : pollEvery;
   }
 
   /**
    * Keeps or takes a standby place, which lasts a lease and is renewed at each attempt, and
    * listens for releases while it has one. Best effort: on an error, things stay as they
-   * were until the next attempt, which reports the error if it persists.
+   * were until the next attempt, which reports the error if it persists. It runs beside the
+   * campaign's one operation in flight, not as one: nothing waits for it.
    */
-  private standBy(now: number): void {
-    try {
-      const held = this.store.standBy(this.slot, this.holder, now, now + this.timing.expiresAfter, standbyPlaces);
+  private standBy(): void {
+    const settle = (held: boolean) => {
+      if (this.stopped || this.tenure !== undefined) return;
       this.standby = held ? 'held' : 'full';
       this.listen(held);
+    };
+    try {
+      const held = this.store.standBy(this.slot, this.holder, this.now(), this.timing.expiresAfter, standbyPlaces);
+      if (isPromiseLike(held)) held.then(settle, () => undefined);
+      else settle(held);
     } catch {
       // As it was.
     }
@@ -188,28 +234,39 @@ export class Campaign {
 
   private readonly renew = (): void => {
     const { term } = this.tenure as Tenure;
-    const now = this.now();
-    const expiresAt = now + this.timing.expiresAfter;
-    let renewed: boolean;
-    try {
+    const sentAt = this.now();
+    const { expiresAfter } = this.timing;
+    this.perform(
       // Even after a pause past the lease, this succeeds only if nobody took the slot
       // meanwhile (the store checks holder and term), so the tenure may go on.
-      renewed = this.store.renew(this.lease(term), expiresAt);
-    } catch (error) {
-      return this.onStoreError(error, () => this.scheduleRenewal(this.timing.retryEvery));
-    }
-    if (!renewed) return this.lose('superseded');
-    this.tenure = { term, expiresAt };
-    if (this.emit({ type: 'renewed', ...this.lease(term), expiresAt })) {
-      this.scheduleRenewal(this.timing.renewEvery);
-    }
+      () => this.store.renew(this.lease(term), sentAt, expiresAfter),
+      (renewed) => {
+        if (this.stopped || this.tenure?.term !== term) return; // ended meanwhile
+        if (!renewed) return this.lose('superseded');
+        this.tenure = { term, expiresAt: sentAt + expiresAfter };
+        if (this.emit({ type: 'renewed', ...this.lease(term), expiresAt: this.tenure.expiresAt })) {
+          this.scheduleRenewal(this.timing.renewEvery);
+        }
+      },
+      (error) => {
+        if (this.stopped || this.tenure?.term !== term) return;
+        this.onStoreError(error, () => this.scheduleRenewal(this.timing.retryEvery));
+      },
+    );
+    // An answer still to come: the lease in force runs out meanwhile, if it comes to that.
+    if (this.inFlight !== undefined && this.tenure?.term === term) this.scheduleExpiry();
   };
 
   /** Renews after `interval`, unless the lease ends first: then the tenure ends at its expiry. */
   private scheduleRenewal(interval: number): void {
     const untilExpiry = (this.tenure as Tenure).expiresAt - this.now();
     if (interval < untilExpiry) this.wake(this.renew, interval);
-    else if (untilExpiry > 0) this.wake(this.expire, untilExpiry);
+    else this.scheduleExpiry();
+  }
+
+  private scheduleExpiry(): void {
+    const untilExpiry = (this.tenure as Tenure).expiresAt - this.now();
+    if (untilExpiry > 0) this.wake(this.expire, untilExpiry);
     else this.expire();
   }
 
@@ -230,16 +287,58 @@ export class Campaign {
     }
   }
 
+  /**
+   * Runs one store operation and hands its outcome on: at once if the store answered at
+   * once, else when the answer comes, with the operation counted as in flight until then.
+   */
+  private perform<T>(operation: () => Eventually<T>, onResult: (value: T) => void, onError: (error: unknown) => void): void {
+    let answer: Eventually<T>;
+    try {
+      answer = operation();
+    } catch (error) {
+      return onError(error);
+    }
+    if (!isPromiseLike(answer)) return onResult(answer);
+    const flight = {};
+    this.inFlight = flight;
+    const land = (handle: () => void) => {
+      try {
+        handle();
+      } catch (error) {
+        this.onLateError(error); // never an unhandled rejection
+      }
+      if (this.inFlight === flight) this.inFlight = undefined;
+      const next = this.afterFlight;
+      this.afterFlight = undefined;
+      next?.();
+    };
+    answer.then(
+      (value) => land(() => onResult(value)),
+      (error: unknown) => land(() => onError(error)),
+    );
+  }
+
+  /** Runs `action` now, or once the operation in flight settles. */
+  private whenSettled(action: () => void): void {
+    if (this.inFlight === undefined) action();
+    else this.afterFlight = action;
+  }
+
   /** Emits, then says whether the campaign still runs: a subscriber may stop it from `next`. */
   private emit(event: LeadershipEvent): boolean {
     this.observer.next(event);
     return !this.stopped;
   }
 
-  /** Sets the one timer of this campaign, replacing any other. */
+  /**
+   * Sets the one timer of this campaign, replacing any other. An action that would touch
+   * the store while an operation is in flight waits for it; the expiry never waits.
+   */
   private wake(action: () => void, delay: number): void {
     this.timer?.unsubscribe();
-    if (!this.stopped) this.timer = this.scheduler.schedule(action, delay);
+    if (this.stopped) return;
+    const run = action === this.expire ? action : () => this.whenSettled(action);
+    this.timer = this.scheduler.schedule(run, delay);
   }
 
   private lease(term: number): Lease {

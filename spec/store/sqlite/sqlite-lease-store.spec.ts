@@ -20,7 +20,7 @@ describe('SqliteLeaseStore', () => {
   afterEach(() => db.close());
 
   it('creates the original worker table with exactly its columns, and a companion table for terms', () => {
-    store.renew(lease('a', 1), 1_000); // any operation but read makes what is missing of the schema
+    store.renew(lease('a', 1), 0, 1_000); // any operation but read makes what is missing of the schema
     expect(db.pragma('table_info(worker_leadership)')).toEqual([
       expect.objectContaining({ name: 'slot', type: 'INTEGER', pk: 1 }),
       expect.objectContaining({ name: 'holder', type: 'TEXT', notnull: 1 }),
@@ -38,40 +38,44 @@ describe('SqliteLeaseStore', () => {
 
   describe('acquire', () => {
     it('takes a free slot, and answers with the lease it wrote', () => {
-      expect(store.acquire(0, 'a', 1_000, 1_300)).toEqual({
+      expect(store.acquire(0, 'a', 1_000, 300)).toEqual({
         acquired: true,
         lease: { holder: 'a', term: 1, expiresAt: 1_300 },
+        expiresIn: 300,
       });
       expect(row()).toEqual({ holder: 'a', expires_at: 1_300 });
     });
 
     it('does not take a live lease, and answers with it', () => {
-      store.acquire(0, 'a', 1_000, 1_300);
-      expect(store.acquire(0, 'b', 1_100, 1_400)).toEqual({
+      store.acquire(0, 'a', 1_000, 300);
+      expect(store.acquire(0, 'b', 1_100, 300)).toEqual({
         acquired: false,
         lease: { holder: 'a', term: 1, expiresAt: 1_300 },
+        expiresIn: 200,
       });
     });
 
     it('treats the expiry millisecond as live and the next one as expired (expires_at < now, as the original)', () => {
-      store.acquire(0, 'a', 1_000, 1_300);
-      expect(store.acquire(0, 'b', 1_300, 1_600).acquired).toBe(false);
-      expect(store.acquire(0, 'b', 1_301, 1_601)).toEqual({
+      store.acquire(0, 'a', 1_000, 300);
+      expect(store.acquire(0, 'b', 1_300, 300).acquired).toBe(false);
+      expect(store.acquire(0, 'b', 1_301, 300)).toEqual({
         acquired: true,
         lease: { holder: 'b', term: 2, expiresAt: 1_601 },
+        expiresIn: 300,
       });
     });
 
     it('takes its own live lease back as a new tenure with a greater term', () => {
-      store.acquire(0, 'a', 1_000, 1_300);
-      expect(store.acquire(0, 'a', 1_100, 1_400).lease.term).toBe(2);
+      store.acquire(0, 'a', 1_000, 300);
+      expect(store.acquire(0, 'a', 1_100, 300).lease.term).toBe(2);
     });
 
     it('keeps slots independent', () => {
-      expect(store.acquire(0, 'a', 1_000, 1_300).acquired).toBe(true);
-      expect(store.acquire(1, 'b', 1_000, 1_300)).toEqual({
+      expect(store.acquire(0, 'a', 1_000, 300).acquired).toBe(true);
+      expect(store.acquire(1, 'b', 1_000, 300)).toEqual({
         acquired: true,
         lease: { holder: 'b', term: 1, expiresAt: 1_300 },
+        expiresIn: 300,
       });
     });
   });
@@ -91,7 +95,7 @@ describe('SqliteLeaseStore', () => {
       installSqliteSchema(ours); // made once, waiting for the lock as configured
       other.exec('BEGIN IMMEDIATE');
       const started = Date.now();
-      const attempt = () => sqliteLeaseStore(ours).acquire(0, 'a', 1_000, 1_300, { waitForLock: false });
+      const attempt = () => sqliteLeaseStore(ours).acquire(0, 'a', 1_000, 300, { waitForLock: false });
       expect(attempt).toThrow(expect.objectContaining({ code: 'DATABASE_BUSY' }) as LeadershipError);
       expect(Date.now() - started).toBeLessThan(1_000); // generous: the busy timeout is 2 s
       expect(ours.pragma('busy_timeout', { simple: true })).toBe(2_000);
@@ -105,9 +109,9 @@ describe('SqliteLeaseStore', () => {
       const changes: string[] = [];
       const unwatch = ours.watch((origin) => changes.push(origin));
       expect(ours.isWatching()).toBe(true);
-      const { lease } = theirs.acquire(0, 'b', 1_000, 1_300);
+      const { lease } = theirs.acquire(0, 'b', 1_000, 300);
       await eventually('the acquisition reported', () => changes.length === 1);
-      theirs.renew({ slot: 0, holder: 'b', term: lease.term }, 1_400);
+      theirs.renew({ slot: 0, holder: 'b', term: lease.term }, 1_000, 400);
       other.exec('INSERT INTO jobs DEFAULT VALUES');
       theirs.release({ slot: 0, holder: 'b', term: lease.term });
       // Events come in order: had the renewal or the insert been reported, they would be here by now.
@@ -127,7 +131,7 @@ describe('SqliteLeaseStore', () => {
     const places = () => db.prepare('SELECT place, holder, expires_at FROM worker_leadership_standby ORDER BY place').all();
 
     it('go to the first followers that ask, as many as there are places', () => {
-      expect(['a', 'b', 'c', 'd'].map((holder) => store.standBy(0, holder, 1_000, 1_300, 3))).toEqual([true, true, true, false]);
+      expect(['a', 'b', 'c', 'd'].map((holder) => store.standBy(0, holder, 1_000, 300, 3))).toEqual([true, true, true, false]);
       expect(places()).toEqual([
         { place: 0, holder: 'a', expires_at: 1_300 },
         { place: 1, holder: 'b', expires_at: 1_300 },
@@ -136,20 +140,20 @@ describe('SqliteLeaseStore', () => {
     });
 
     it('are kept by renewing them, and taken by another once expired', () => {
-      store.standBy(0, 'a', 1_000, 1_300, 1);
-      expect(store.standBy(0, 'a', 1_200, 1_500, 1)).toBe(true);
-      expect(store.standBy(0, 'b', 1_500, 1_800, 1)).toBe(false); // the expiry millisecond is still a's
-      expect(store.standBy(0, 'b', 1_501, 1_801, 1)).toBe(true);
-      expect(store.standBy(0, 'a', 1_502, 1_802, 1)).toBe(false);
+      store.standBy(0, 'a', 1_000, 300, 1);
+      expect(store.standBy(0, 'a', 1_200, 300, 1)).toBe(true);
+      expect(store.standBy(0, 'b', 1_500, 300, 1)).toBe(false); // the expiry millisecond is still a's
+      expect(store.standBy(0, 'b', 1_501, 300, 1)).toBe(true);
+      expect(store.standBy(0, 'a', 1_502, 300, 1)).toBe(false);
     });
 
     it('are given up by leaving, and by winning the slot', () => {
-      store.standBy(0, 'a', 1_000, 1_300, 2);
-      store.standBy(0, 'b', 1_000, 1_300, 2);
+      store.standBy(0, 'a', 1_000, 300, 2);
+      store.standBy(0, 'b', 1_000, 300, 2);
       store.leaveStandby(0, 'a');
-      store.acquire(0, 'b', 1_000, 1_300);
+      store.acquire(0, 'b', 1_000, 300);
       expect(places()).toEqual([]);
-      expect(store.standBy(1, 'b', 1_000, 1_300, 2)).toBe(true); // slots have places of their own
+      expect(store.standBy(1, 'b', 1_000, 300, 2)).toBe(true); // slots have places of their own
     });
   });
 
@@ -157,7 +161,7 @@ describe('SqliteLeaseStore', () => {
     it('never go back across releases: the term outlives the row', () => {
       const terms = [];
       for (const holder of ['a', 'b', 'a']) {
-        const { lease: taken } = store.acquire(0, holder, 1_000, 1_300);
+        const { lease: taken } = store.acquire(0, holder, 1_000, 300);
         terms.push(taken.term);
         store.release(lease(holder, taken.term));
       }
@@ -171,54 +175,54 @@ describe('SqliteLeaseStore', () => {
       expect(store.read(0)).toEqual({ holder: 'rust', term: 1, expiresAt: 1_300 });
       seed.renew(1_100);
       expect(store.read(0)?.term).toBe(1);
-      store.acquire(0, 'a', 1_401, 1_701);
+      store.acquire(0, 'a', 1_401, 300);
       seed.tryAcquire(1_702); // the take-over UPDATE
       expect(store.read(0)).toEqual({ holder: 'rust', term: 3, expiresAt: 2_002 });
       seed.release(); // DELETE
-      expect(store.acquire(0, 'a', 1_800, 2_100).lease.term).toBe(4);
+      expect(store.acquire(0, 'a', 1_800, 300).lease.term).toBe(4);
     });
   });
 
   describe("the original worker's test scenarios, on this store", () => {
     it('three candidates, one leader', () => {
-      const won = ['a', 'b', 'c'].filter((holder) => store.acquire(0, holder, 1_000, 1_300).acquired);
+      const won = ['a', 'b', 'c'].filter((holder) => store.acquire(0, holder, 1_000, 300).acquired);
       expect(won).toEqual(['a']);
     });
 
     it('a leader that stops renewing expires, and a new one acquires', () => {
-      store.acquire(0, 'a', 1_000, 1_300);
-      expect(store.acquire(0, 'b', 1_200, 1_500).acquired).toBe(false);
-      expect(store.acquire(0, 'b', 1_301, 1_601).acquired).toBe(true);
+      store.acquire(0, 'a', 1_000, 300);
+      expect(store.acquire(0, 'b', 1_200, 300).acquired).toBe(false);
+      expect(store.acquire(0, 'b', 1_301, 300).acquired).toBe(true);
     });
 
     it('release removes its own row', () => {
-      store.acquire(0, 'a', 1_000, 1_300);
+      store.acquire(0, 'a', 1_000, 300);
       expect(store.release(lease('a', 1))).toBe(true);
       expect(row()).toBeUndefined();
     });
 
     it('release twice is fine', () => {
-      store.acquire(0, 'a', 1_000, 1_300);
+      store.acquire(0, 'a', 1_000, 300);
       store.release(lease('a', 1));
       expect(store.release(lease('a', 1))).toBe(false);
     });
 
     it("a late release by a superseded holder leaves the new holder's lease alone", () => {
-      store.acquire(0, 'a', 1_000, 1_300);
-      store.acquire(0, 'b', 1_301, 1_601);
+      store.acquire(0, 'a', 1_000, 300);
+      store.acquire(0, 'b', 1_301, 300);
       expect(store.release(lease('a', 1))).toBe(false);
       expect(row()).toEqual({ holder: 'b', expires_at: 1_601 });
     });
 
     it('release without acquire changes nothing', () => {
-      store.acquire(0, 'a', 1_000, 1_300);
+      store.acquire(0, 'a', 1_000, 300);
       expect(store.release(lease('b', 1))).toBe(false);
       expect(row()).toEqual({ holder: 'a', expires_at: 1_300 });
     });
 
     it('release touches only its own slot, where the original forgot the slot', () => {
-      store.acquire(0, 'a', 1_000, 1_300);
-      store.acquire(1, 'a', 1_000, 1_300);
+      store.acquire(0, 'a', 1_000, 300);
+      store.acquire(1, 'a', 1_000, 300);
       store.release(lease('a', 1, 1));
       expect(row(0)).toEqual({ holder: 'a', expires_at: 1_300 });
       expect(row(1)).toBeUndefined();
@@ -229,15 +233,15 @@ describe('SqliteLeaseStore', () => {
     it('neither takes a live lease of the other', () => {
       installSqliteSchema(db);
       const seed = seedStatements(db, 'rust', 300);
-      expect(store.acquire(0, 'a', 1_000, 1_300).acquired).toBe(true);
+      expect(store.acquire(0, 'a', 1_000, 300).acquired).toBe(true);
       expect(seed.tryAcquire(1_300)).toBe(false);
       expect(seed.tryAcquire(1_301)).toBe(true);
-      expect(store.acquire(0, 'a', 1_601, 1_901).acquired).toBe(false);
-      expect(store.renew(lease('a', 1), 1_700)).toBe(false);
+      expect(store.acquire(0, 'a', 1_601, 300).acquired).toBe(false);
+      expect(store.renew(lease('a', 1), 1_601, 99)).toBe(false);
     });
 
     it('lets the original worker acquire right after our release', () => {
-      store.acquire(0, 'a', 1_000, 1_300);
+      store.acquire(0, 'a', 1_000, 300);
       store.release(lease('a', 1));
       expect(seedStatements(db, 'rust', 300).tryAcquire(1_001)).toBe(true);
     });

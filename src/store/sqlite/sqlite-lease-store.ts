@@ -56,7 +56,7 @@ interface Statements {
   standbyLeave: Statement<[{ slot: number; holder: string }]>;
   renew: Statement<[Lease & { expiresAt: number }]>;
   release: Statement<[Lease]>;
-  acquire: Transaction<(parameters: TakeParameters) => AcquireResult>;
+  acquire: Transaction<(parameters: TakeParameters) => { acquired: boolean; lease: LeaseRecord }>;
   fenced: Transaction<(lease: Lease, now: () => number, work: () => unknown) => unknown>;
 }
 
@@ -98,20 +98,25 @@ export class SqliteLeaseStore implements LeaseStore {
 
   constructor(private readonly db: Database) {}
 
-  acquire(slot: number, holder: string, now: number, expiresAt: number, { waitForLock = true }: AcquireOptions = {}): AcquireResult {
+  acquire(slot: number, holder: string, now: number, expiresAfter: number, { waitForLock = true }: AcquireOptions = {}): AcquireResult {
     return this.guard((statements) => {
+      const answer = (acquired: boolean, lease: LeaseRecord): AcquireResult => ({
+        acquired,
+        lease,
+        expiresIn: typeof lease.expiresAt === 'number' ? lease.expiresAt - now : -1,
+      });
       // Reading first keeps followers off the write lock while a live lease stands.
       const seen = statements.read.get(slot);
-      if (seen !== undefined && seen.holder !== holder && isLive(seen, now)) return { acquired: false, lease: seen };
-      const take = () => statements.acquire.immediate({ slot, holder, now, expiresAt });
-      const result = waitForLock ? take() : this.withoutBusyWait(take);
-      if (result.acquired) this.signalChange(); // for observers; standbys find it taken
-      return result;
+      if (seen !== undefined && seen.holder !== holder && isLive(seen, now)) return answer(false, seen);
+      const take = () => statements.acquire.immediate({ slot, holder, now, expiresAt: now + expiresAfter });
+      const { acquired, lease } = waitForLock ? take() : this.withoutBusyWait(take);
+      if (acquired) this.signalChange(); // for observers; standbys find it taken
+      return answer(acquired, lease);
     });
   }
 
-  renew(lease: Lease, expiresAt: number): boolean {
-    return this.guard((statements) => statements.renew.run({ ...lease, expiresAt }).changes === 1);
+  renew(lease: Lease, now: number, expiresAfter: number): boolean {
+    return this.guard((statements) => statements.renew.run({ ...lease, expiresAt: now + expiresAfter }).changes === 1);
   }
 
   release(lease: Lease): boolean {
@@ -123,7 +128,8 @@ export class SqliteLeaseStore implements LeaseStore {
     return released;
   }
 
-  standBy(slot: number, holder: string, now: number, expiresAt: number, places: number): boolean {
+  standBy(slot: number, holder: string, now: number, expiresAfter: number, places: number): boolean {
+    const expiresAt = now + expiresAfter;
     return this.guard((statements) => {
       const taken = statements.standbyRead.all(slot);
       const own = taken.find((place) => place.holder === holder);
@@ -152,6 +158,10 @@ export class SqliteLeaseStore implements LeaseStore {
     return this.watcher !== undefined;
   }
 
+  /**
+   * The slot's current row, expired or not, or `undefined` when there is none. Never writes:
+   * works on a read-only connection, and before the schema exists (then there is no row).
+   */
   read(slot: number): LeaseRecord | undefined {
     try {
       this.beforeOperation();
@@ -161,6 +171,11 @@ export class SqliteLeaseStore implements LeaseStore {
     }
   }
 
+  /**
+   * Runs `work` in one write transaction that first checks that `lease` is held and not
+   * expired at `now()`, read once the transaction holds the write lock; throws
+   * `LeadershipError` `LEASE_LOST`, writing nothing, if not.
+   */
   fenced<T>(lease: Lease, now: () => number, work: () => T): T {
     const statements = this.guard((prepared) => prepared);
     // Errors of the user's work pass through untouched; only the library's own are translated.
