@@ -6,4 +6,7 @@ module.exports = {
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
   // Multi-process specs wait for real leases to expire; their waits are generous on purpose.
   testTimeout: 60_000,
+  // One PostgreSQL server for the run (or the one OBSERVE_LEADERSHIP_TEST_DATABASE_URL names).
+  globalSetup: '<rootDir>/spec/support/postgres-global-setup.ts',
+  globalTeardown: '<rootDir>/spec/support/postgres-global-teardown.ts',
 };

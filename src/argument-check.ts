@@ -63,6 +63,19 @@ export function expectDatabase(name: string, value: unknown): void {
   }
 }
 
+/**
+ * A lease store (PostgreSQL's, or one of the user's), recognised by the operations the
+ * campaign calls; anything else must be a better-sqlite3 `Database`.
+ */
+export function isLeaseStore(value: unknown): boolean {
+  const store = value as Record<string, unknown> | null;
+  return (
+    typeof store === 'object' &&
+    store !== null &&
+    ['acquire', 'renew', 'release', 'standBy', 'leaveStandby', 'watch', 'isWatching'].every((name) => typeof store[name] === 'function')
+  );
+}
+
 /** A config object with only the `known` keys: a misspelt option must not be silently ignored. */
 export function expectConfig(value: unknown, known: readonly string[]): void {
   expectObject('config', value);

@@ -1,6 +1,6 @@
 import type { Database } from 'better-sqlite3';
 import { asyncScheduler, SchedulerLike } from 'rxjs';
-import { argumentError, expectDatabase, expectInteger, expectObject, expectString } from './argument-check';
+import { argumentError, expectDatabase, expectInteger, expectObject, expectString, isLeaseStore } from './argument-check';
 import { MAX_HOLDER_LENGTH } from './leadership-config';
 import { Lease } from './leadership-event';
 import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
@@ -19,8 +19,13 @@ import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
  * writer of the database waits for it. Its errors roll the transaction back and are thrown
  * as they are. Called inside another transaction, it runs in a savepoint of that one.
  *
+ * With a PostgreSQL store (`postgresLeaseStore(pool)`), `work` gets a client of the pool,
+ * runs in one transaction that first locks the lease row and checks it by the server's
+ * clock, and may be asynchronous: `fenced` then returns a promise (see
+ * `PostgresLeaseStore.fenced`).
+ *
  * @param lease the tenure to check: an `elected` or `renewed` event will do.
- * @param scheduler where `now` is read to check the expiry.
+ * @param scheduler where `now` is read to check the expiry (SQLite only).
  *
  * @example
  * ```ts
@@ -29,14 +34,31 @@ import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
  *     tap((job) => fenced(db, lease, () => markDispatched.run(job.id))),
  *   )),
  * );
+ *
+ * // PostgreSQL
+ * await fenced(store, lease, (client) => client.query('UPDATE jobs SET sent = true WHERE id = $1', [job.id]));
  * ```
  */
-export function fenced<T>(db: Database, lease: Lease, work: () => T, scheduler: SchedulerLike = asyncScheduler): T {
-  expectDatabase('db', db);
+export function fenced<T>(db: Database, lease: Lease, work: () => T, scheduler?: SchedulerLike): T;
+export function fenced<Client, T>(store: FencingStore<Client>, lease: Lease, work: (client: Client) => Promise<T>): Promise<T>;
+export function fenced<T>(
+  db: Database | FencingStore<unknown>,
+  lease: Lease,
+  work: (client?: unknown) => T,
+  scheduler: SchedulerLike = asyncScheduler,
+): T | Promise<T> {
+  const store = isLeaseStore(db) ? (db as FencingStore<unknown>) : undefined;
+  if (store === undefined) expectDatabase('db', db);
   expectObject('lease', lease);
   expectInteger('lease.slot', lease.slot, 0, Number.MAX_SAFE_INTEGER);
   expectString('lease.holder', lease.holder, MAX_HOLDER_LENGTH);
   expectInteger('lease.term', lease.term, 1, Number.MAX_SAFE_INTEGER);
   if (typeof work !== 'function') throw argumentError(TypeError, 'work', 'a function', work);
-  return sqliteLeaseStore(db).fenced(lease, () => Math.floor(scheduler.now()), work);
+  if (store !== undefined) return store.fenced(lease, work as (client: unknown) => Promise<T>);
+  return sqliteLeaseStore(db as Database).fenced(lease, () => Math.floor(scheduler.now()), work);
+}
+
+/** A lease store whose fenced work is asynchronous and gets a client: PostgreSQL's. */
+export interface FencingStore<Client> {
+  fenced<T>(lease: Lease, work: (client: Client) => Promise<T>): Promise<T>;
 }

@@ -16,3 +16,5 @@ export type {
   LostReason,
   RenewedEvent,
 } from './leadership-event';
+export type { FencingStore } from './fenced';
+export type { AcquireOptions, AcquireResult, ChangeOrigin, Eventually, LeaseRecord, LeaseStore } from './store/lease-store';

@@ -1,4 +1,4 @@
-import { asyncScheduler, SchedulerLike } from 'rxjs';
+import { SchedulerLike } from 'rxjs';
 import { argumentError, expectConfig, expectInteger, expectScheduler, expectString, MAX_DELAY } from './argument-check';
 
 /** Options of {@link observeLeadership}. Every duration is in milliseconds. */
@@ -39,7 +39,11 @@ export interface LeadershipConfig {
   holder?: string;
   /**
    * Where all time is read (`scheduler.now()`, Unix milliseconds) and all timers are set.
-   * @default asyncScheduler
+   * With SQLite, the time read is also what the lease stores, so every candidate of the file
+   * must read the same clock: the host's. With a store whose server times the leases
+   * (PostgreSQL), it only times this candidate's own belief.
+   * @default asyncScheduler with SQLite; with PostgreSQL, asyncScheduler's timers on a
+   * monotonic clock (one that a wall clock set back cannot stretch)
    */
   scheduler?: SchedulerLike;
 }
@@ -52,7 +56,8 @@ export interface ResolvedLeadershipConfig {
   readonly slot: number;
   /** `undefined` when each subscription draws its own. */
   readonly holder: string | undefined;
-  readonly scheduler: SchedulerLike;
+  /** `undefined` when the store's kind decides. */
+  readonly scheduler: SchedulerLike | undefined;
 }
 
 export const MAX_HOLDER_LENGTH = 256;
@@ -67,7 +72,7 @@ export function resolveLeadershipConfig(config: LeadershipConfig = {}): Resolved
     retryEvery = 1_000,
     slot = 0,
     holder,
-    scheduler = asyncScheduler,
+    scheduler,
   } = config;
 
   expectInteger('renewEvery', renewEvery, 1, MAX_DELAY);
@@ -78,6 +83,6 @@ export function resolveLeadershipConfig(config: LeadershipConfig = {}): Resolved
   }
   expectInteger('slot', slot, 0, Number.MAX_SAFE_INTEGER);
   if (holder !== undefined) expectString('holder', holder, MAX_HOLDER_LENGTH);
-  expectScheduler('scheduler', scheduler);
+  if (scheduler !== undefined) expectScheduler('scheduler', scheduler);
   return { renewEvery, expiresAfter, retryEvery, slot, holder, scheduler };
 }

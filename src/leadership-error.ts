@@ -4,17 +4,22 @@
  * - `LEASE_LOST`: a {@link fenced} call found that the lease is no longer held by
  *   that holder and term, or has expired; nothing was written.
  * - `DATABASE_BUSY`: another connection held a lock longer than `busy_timeout`
- *   (`SQLITE_BUSY`, `SQLITE_LOCKED`). Transient.
- * - `DATABASE_ERROR`: any other SQLite error, such as an I/O error or a full disk.
- *   Transient: the campaign carries on, and a leader that cannot renew steps down
- *   at the end of its lease.
- * - `DATABASE_CLOSED`: the connection was closed. Terminal.
- * - `DATABASE_READONLY`: the connection or the file cannot be written. Terminal.
+ *   (`SQLITE_BUSY`, `SQLITE_LOCKED`); on PostgreSQL, a lock or statement timeout, a
+ *   deadlock. Transient.
+ * - `DATABASE_ERROR`: any other database error, such as an I/O error or a full disk, and on
+ *   PostgreSQL a lost connection or a query that timed out. Transient: the campaign carries
+ *   on, and a leader that cannot renew steps down at the end of its lease.
+ * - `DATABASE_CLOSED`: the connection was closed (the pool was ended). Terminal.
+ * - `DATABASE_READONLY`: the connection or the file cannot be written (on PostgreSQL: a
+ *   read-only server, or a role without the privilege). Terminal.
+ * - `ACCESS_DENIED`: the PostgreSQL server refused the role, its password or the database.
+ *   Terminal.
  * - `DATABASE_CORRUPT`: the file is not a database, or is damaged. Terminal.
  * - `DATABASE_MOVED`: the database file was deleted or replaced since the connection opened
  *   it, so other processes that open the path use another database. Terminal.
  * - `SCHEMA_MISMATCH`: a `worker_leadership` (or `worker_leadership_term`,
- *   `worker_leadership_standby`) table exists with another shape. Terminal.
+ *   `worker_leadership_standby`) table exists with another shape; on PostgreSQL, the
+ *   named lease table or its term sequence. Terminal.
  * - `HOLDER_IN_USE`: another live subscription of this process already campaigns
  *   with the same database, slot and holder. Terminal.
  */
@@ -24,6 +29,7 @@ export type LeadershipErrorCode =
   | 'DATABASE_ERROR'
   | 'DATABASE_CLOSED'
   | 'DATABASE_READONLY'
+  | 'ACCESS_DENIED'
   | 'DATABASE_CORRUPT'
   | 'DATABASE_MOVED'
   | 'SCHEMA_MISMATCH'

@@ -1,16 +1,19 @@
 import type { Database } from 'better-sqlite3';
-import { Observable } from 'rxjs';
+import { asyncScheduler, Observable } from 'rxjs';
 import { ulid } from 'ulid';
-import { expectDatabase } from './argument-check';
+import { expectDatabase, isLeaseStore } from './argument-check';
 import { Campaign } from './campaign/campaign';
+import { monotonicScheduler } from './campaign/monotonic-scheduler';
 import { enrollCandidate } from './candidate-registry';
 import { LeadershipConfig, resolveLeadershipConfig } from './leadership-config';
 import { LeadershipEvent } from './leadership-event';
+import { LeaseStore } from './store/lease-store';
 import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
 
 /**
- * Campaigns for leadership of a slot in a shared SQLite database, and tells everything that
- * happens as events.
+ * Campaigns for leadership of a slot in a shared SQLite database (a better-sqlite3
+ * `Database`) or in the store of another database (`postgresLeaseStore(pool)` from
+ * `observe-leadership/postgres`), and tells everything that happens as events.
  *
  * The Observable is cold: each subscription is one candidate with its own holder, and
  * nothing touches the database before it subscribes. It tries to acquire at once, then
@@ -19,7 +22,8 @@ import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
  * completes by itself), `error` for transient database errors. Errors that cannot heal
  * (closed or read-only database, a table of another shape) end the stream with a
  * `LeadershipError`. Unsubscribing stops the timers and releases the lease at once, so that
- * another candidate can take the slot without waiting for it to expire.
+ * another candidate can take the slot without waiting for it to expire (with PostgreSQL the
+ * release starts at once; `store.settled()` waits for its end).
  *
  * Bad config throws here, synchronously, with the field, what was expected and what it got.
  *
@@ -36,20 +40,21 @@ import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
  * process.once('SIGTERM', () => subscription.unsubscribe()); // releases the lease
  * ```
  */
-export function observeLeadership(db: Database, config?: LeadershipConfig): Observable<LeadershipEvent> {
-  expectDatabase('db', db);
-  const { slot, holder: fixedHolder, scheduler, ...timing } = resolveLeadershipConfig(config);
+export function observeLeadership(db: Database | LeaseStore, config?: LeadershipConfig): Observable<LeadershipEvent> {
+  if (!isLeaseStore(db)) expectDatabase('db', db);
+  const store = isLeaseStore(db) ? (db as LeaseStore) : sqliteLeaseStore(db as Database);
+  const { slot, holder: fixedHolder, scheduler = defaultScheduler(store), ...timing } = resolveLeadershipConfig(config);
 
   return new Observable<LeadershipEvent>((subscriber) => {
     const holder = fixedHolder ?? ulid();
     let withdraw: () => void;
     try {
-      withdraw = enrollCandidate(db, slot, holder);
+      withdraw = enrollCandidate(store, slot, holder);
     } catch (error) {
       subscriber.error(error);
       return;
     }
-    const campaign = new Campaign(sqliteLeaseStore(db), slot, holder, timing, subscriber, scheduler);
+    const campaign = new Campaign(store, slot, holder, timing, subscriber, scheduler);
     // Added before the first attempt: a subscriber that stops at `elected` (take(1)) stops
     // the campaign from inside that attempt, and the lease must still be released.
     subscriber.add(() => {
@@ -58,4 +63,8 @@ export function observeLeadership(db: Database, config?: LeadershipConfig): Obse
     });
     campaign.start();
   });
+}
+
+function defaultScheduler(store: LeaseStore) {
+  return store.clock === 'server' ? monotonicScheduler : asyncScheduler;
 }

@@ -17,6 +17,7 @@ describe('Campaign', () => {
     const sqlite = sqliteLeaseStore(db);
     watching = false;
     store = {
+      clock: 'candidate',
       acquire: (...args) => sqlite.acquire(...args),
       renew: (...args) => sqlite.renew(...args),
       release: (...args) => sqlite.release(...args),
@@ -126,7 +127,12 @@ describe('Campaign', () => {
      * Runs a campaign for `b` on a free slot; each operation is carried out on SQLite when
      * sent and answered `latency(operation, call)` frames later (never when `Infinity`).
      */
-    function campaignAnsweredLater(latency: (operation: string, call: number) => number, until: number, stopAt = until) {
+    function campaignAnsweredLater(
+      latency: (operation: string, call: number) => number,
+      until: number,
+      stopAt = until,
+      script: Record<number, () => void> = {},
+    ) {
       const scheduler = virtualTime();
       const seen: Array<[number, LeadershipEvent]> = [];
       const calls: Record<string, number> = {};
@@ -162,9 +168,10 @@ describe('Campaign', () => {
           scheduler,
         );
         campaign.start();
+        for (const [frame, step] of Object.entries(script)) scheduler.schedule(step, Number(frame));
         scheduler.schedule(() => campaign.stop(), stopAt);
       });
-      return { seen, row: sqliteLeaseStore(db).read(0) };
+      return { seen, calls, row: sqliteLeaseStore(db).read(0) };
     }
 
     it('counts each lease from when its write was sent, not from when the answer came', () => {
@@ -204,6 +211,17 @@ describe('Campaign', () => {
         [90, 'lost'],
         [155, 'elected'],
       ]);
+    });
+  
+    it('lets an attempt made on a release replace the poll that falls due while it is in flight', () => {
+      sqliteLeaseStore(db).acquire(0, 'x', 0, 1_000);
+      // b polls every 50 (no watch); x releases at 45; the attempt made then is answered at 55.
+      const { seen, calls } = campaignAnsweredLater(() => 10, 120, 120, { 45: () => (releaseX(), notify?.('anywhere')) });
+      expect(seen.map(([at, event]) => [at, event.type, 'term' in event ? event.term : undefined])).toEqual([
+        [55, 'elected', 2],
+        [95, 'renewed', 2], // sent at 85
+      ]);
+      expect(calls.acquire).toBe(2); // at 0, and at 45: the poll due at 60 was replaced
     });
   });
 });

@@ -143,6 +143,10 @@ export class Campaign {
 
   private tryToAcquire(waitForLock: boolean): void {
     this.attemptDue = false;
+    if (this.stopped || this.tenure !== undefined) return;
+    // This attempt replaces whatever was due: a poll must not follow it once it is answered.
+    this.timer?.unsubscribe();
+    this.afterFlight = undefined;
     const sentAt = this.now();
     const { expiresAfter } = this.timing;
     this.perform(
@@ -337,6 +341,7 @@ export class Campaign {
   private wake(action: () => void, delay: number): void {
     this.timer?.unsubscribe();
     if (this.stopped) return;
+    this.afterFlight = undefined;
     const run = action === this.expire ? action : () => this.whenSettled(action);
     this.timer = this.scheduler.schedule(run, delay);
   }

@@ -57,6 +57,12 @@ export interface AcquireResult {
  */
 export interface LeaseStore {
   /**
+   * Whose clock times what is stored: `'candidate'`, the `now` passed in (SQLite: every
+   * candidate shares the host's clock), or `'server'`, the database's own. Candidates of a
+   * `'server'` store time their own belief on a monotonic clock unless told otherwise.
+   */
+  readonly clock: 'candidate' | 'server';
+  /**
    * One atomic compare-and-set: takes `slot` for `holder` for `expiresAfter` ms if and only
    * if the slot is free, expired (`expires_at < now`) or already held by `holder`. Winning
    * always starts a new tenure with a term greater than every term granted before.

@@ -2,6 +2,7 @@ import type { Database, Statement, Transaction } from 'better-sqlite3';
 import { FSWatcher, statSync, utimesSync, watch } from 'node:fs';
 import { LeadershipError } from '../../leadership-error';
 import { Lease } from '../../leadership-event';
+import { checkLease } from '../lease-check';
 import { AcquireOptions, AcquireResult, ChangeOrigin, LeaseRecord, LeaseStore } from '../lease-store';
 import { toLeadershipError } from './sqlite-error';
 import { installSqliteSchema } from './sqlite-schema';
@@ -89,6 +90,8 @@ export function sqliteLeaseStore(db: Database): SqliteLeaseStore {
  * of the schema and prepares the statements.
  */
 export class SqliteLeaseStore implements LeaseStore {
+  /** Every candidate of a SQLite file shares the host's clock: what is stored is timed by theirs. */
+  readonly clock = 'candidate';
   private statements: Statements | undefined;
   private readOnly: Statement<[number], LeaseRecord> | undefined;
   /** The file this connection opened, as the file system knew it then. */
@@ -338,14 +341,7 @@ export class SqliteLeaseStore implements LeaseStore {
       // lock, so it cannot fall between them, however long this process pauses. The time is
       // read once the lock is held, not before: waiting for the lock may outlast the lease.
       fenced: db.transaction((held: Lease, now: () => number, runWork: () => unknown) => {
-        const row = read.get(held.slot);
-        if (row === undefined || row.holder !== held.holder || row.term !== held.term || !isLive(row, now())) {
-          throw new LeadershipError(
-            'LEASE_LOST',
-            `Slot ${held.slot} is no longer held by ${held.holder} for term ${held.term}` +
-              (row ? ` (now ${row.holder}, term ${row.term}, expires at ${row.expiresAt})` : ' (no lease)'),
-          );
-        }
+        checkLease(held, read.get(held.slot), (row) => isLive(row, now()));
         return runWork();
       }),
     };

@@ -1,0 +1,93 @@
+/**
+ * A throwaway PostgreSQL server for the specs, the chaos harness and the benchmark, so that
+ * they need nothing but PostgreSQL's programs on the machine (Debian's `postgresql`
+ * package, or any `initdb` on the PATH). PostgreSQL refuses to run as root: as root, the
+ * server runs as the `postgres` user (or `nobody`) in a folder it owns.
+ *
+ * `OBSERVE_LEADERSHIP_TEST_DATABASE_URL` points at an existing server instead; each user of
+ * it works in a schema of its own, so nothing else there is touched.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const databaseUrlVariable = 'OBSERVE_LEADERSHIP_TEST_DATABASE_URL';
+
+export interface PostgresServer {
+  /** postgres://… of a superuser of the server. */
+  readonly url: string;
+  /** Stops the server and deletes its folder (nothing for a server given by URL). */
+  stop(): void;
+}
+
+/** The folder of `initdb`, `pg_ctl` and `postgres`: the PATH's, or the newest Debian version's. */
+function findBinaries(): string {
+  const onPath = spawnSync('sh', ['-c', 'command -v initdb'], { encoding: 'utf8' }).stdout.trim();
+  if (onPath) return join(onPath, '..');
+  const debian = '/usr/lib/postgresql';
+  const versions = existsSync(debian) ? readdirSync(debian).filter((name) => existsSync(join(debian, name, 'bin', 'initdb'))) : [];
+  const newest = versions.sort((a, b) => Number(b) - Number(a))[0];
+  if (newest === undefined) {
+    throw new Error(
+      `PostgreSQL's programs (initdb, pg_ctl) were not found: install PostgreSQL (Debian: apt-get install postgresql), ` +
+        `or set ${databaseUrlVariable} to the URL of a server to use`,
+    );
+  }
+  return join(debian, newest, 'bin');
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** As root, who runs the server instead, and how to run a program as them. */
+function serverUser(): { uid: number; gid: number; run: string[] } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  for (const name of ['postgres', 'nobody']) {
+    const id = spawnSync('id', [name], { encoding: 'utf8' });
+    if (id.status !== 0) continue;
+    const uid = Number(/uid=(\d+)/.exec(id.stdout)?.[1]);
+    const gid = Number(/gid=(\d+)/.exec(id.stdout)?.[1]);
+    return { uid, gid, run: ['runuser', '-u', name, '--'] };
+  }
+  throw new Error('Running as root, and neither a postgres nor a nobody user exists to run PostgreSQL');
+}
+
+/** Starts a server of its own on a free port of 127.0.0.1, or returns the one named by the environment. */
+export async function startPostgresServer(): Promise<PostgresServer> {
+  const given = process.env[databaseUrlVariable];
+  if (given) return { url: given, stop: () => undefined };
+  const bin = findBinaries();
+  const folder = mkdtempSync(join(tmpdir(), 'observe-leadership-postgres-'));
+  const user = serverUser();
+  if (user) chownSync(folder, user.uid, user.gid);
+  const run = (program: string, args: string[]) => {
+    const [command, ...prefix] = [...(user?.run ?? []), join(bin, program)];
+    execFileSync(command, [...prefix, ...args], { stdio: 'pipe', cwd: folder });
+  };
+  const data = join(folder, 'data');
+  const port = await freePort();
+  run('initdb', ['-D', data, '-A', 'trust', '-U', 'test', '--no-sync', '-E', 'UTF8']);
+  // Fast and forgetful: a test server needs no durability, and candidates open connections.
+  const settings = [`-p ${port}`, `-k ${folder}`, '-c listen_addresses=127.0.0.1', '-c fsync=off', '-c synchronous_commit=off', '-c max_connections=300'];
+  run('pg_ctl', ['-D', data, '-o', settings.join(' '), '-l', join(folder, 'log'), '-w', '-t', '60', 'start']);
+  return {
+    url: `postgres://test@127.0.0.1:${port}/postgres`,
+    stop: () => {
+      try {
+        run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      } finally {
+        rmSync(folder, { recursive: true, force: true });
+      }
+    },
+  };
+}

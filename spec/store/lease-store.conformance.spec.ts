@@ -1,0 +1,258 @@
+import { Subscription } from 'rxjs';
+import { fenced, LeadershipError, LeadershipEvent, Lease, LeaseStore, observeLeadership } from '../../src';
+import { postgresLeaseStore } from '../../src/postgres';
+import { sqliteLeaseStore } from '../../src/store/sqlite/sqlite-lease-store';
+import { testSchema } from '../support/postgres-database';
+import { temporaryDatabase } from '../support/temporary-database';
+
+/**
+ * The behaviours of the core issue, asked of every store in real time: SQLite on a WAL
+ * file, PostgreSQL on the server of this run. What one store does, the other must do too.
+ */
+interface StoreUnderTest {
+  readonly store: LeaseStore;
+  /** Appends `value` to a ledger table of the same database, fenced by `lease`. */
+  fencedAppend(lease: Lease, value: number): Promise<void>;
+  ledger(): Promise<number[]>;
+  /** Waits for releases started by unsubscribing (PostgreSQL's are asynchronous). */
+  settled(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const stores: Array<[string, () => Promise<StoreUnderTest>]> = [
+  [
+    'SQLite',
+    async () => {
+      const file = temporaryDatabase();
+      const db = file.open({ timeout: 1_000 });
+      db.exec('CREATE TABLE ledger (value INTEGER NOT NULL)');
+      const append = db.prepare('INSERT INTO ledger (value) VALUES (?)');
+      return {
+        store: sqliteLeaseStore(db),
+        fencedAppend: async (lease, value) => void fenced(db, lease, () => append.run(value)),
+        ledger: async () => db.prepare('SELECT value FROM ledger ORDER BY rowid').pluck().all() as number[],
+        settled: async () => undefined,
+        close: async () => file.remove(),
+      };
+    },
+  ],
+  [
+    'PostgreSQL',
+    async () => {
+      const { pool, schema, drop } = testSchema();
+      const store = postgresLeaseStore(pool, { schema });
+      await pool.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"; CREATE TABLE "${schema}".ledger (id serial, value int NOT NULL)`);
+      return {
+        store,
+        fencedAppend: async (lease, value) => {
+          await fenced(store, lease, (client) => client.query(`INSERT INTO "${schema}".ledger (value) VALUES ($1)`, [value]));
+        },
+        ledger: async () => (await pool.query(`SELECT value FROM "${schema}".ledger ORDER BY id`)).rows.map((row) => row.value),
+        settled: () => store.settled(),
+        close: async () => {
+          await store.settled();
+          await drop();
+        },
+      };
+    },
+  ],
+];
+
+const until = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe.each(stores)('%s lease store', (_, open) => {
+  let subject: StoreUnderTest;
+  let store: LeaseStore;
+  beforeEach(async () => {
+    subject = await open();
+    store = subject.store;
+  });
+  afterEach(() => subject.close());
+
+  const acquire = async (holder: string, expiresAfter = 60_000, slot = 0) => store.acquire(slot, holder, Date.now(), expiresAfter);
+
+  describe('operations', () => {
+    it('takes a free slot for the lease length asked, with a term of at least 1', async () => {
+      const { acquired, lease, expiresIn } = await acquire('a', 5_000);
+      expect(acquired).toBe(true);
+      expect(lease).toMatchObject({ holder: 'a', term: expect.any(Number) });
+      expect(lease.term).toBeGreaterThanOrEqual(1);
+      expect(expiresIn).toBeGreaterThan(4_000);
+      expect(expiresIn).toBeLessThanOrEqual(5_000);
+    });
+
+    it('does not take a live lease, and says whose it is and for how long', async () => {
+      const first = await acquire('a', 5_000);
+      const second = await acquire('b', 5_000);
+      expect(second.acquired).toBe(false);
+      expect(second.lease).toEqual(first.lease);
+      expect(second.expiresIn).toBeGreaterThan(0);
+    });
+
+    it('takes an expired lease with a greater term; the old tenure can neither renew nor release it', async () => {
+      const old = await acquire('a', 1);
+      await until(20);
+      const taken = await acquire('b');
+      expect(taken.acquired).toBe(true);
+      expect(taken.lease.term).toBeGreaterThan(old.lease.term);
+      const oldLease = { slot: 0, holder: 'a', term: old.lease.term };
+      expect(await store.renew(oldLease, Date.now(), 60_000)).toBe(false);
+      expect(await store.release(oldLease)).toBe(false);
+      expect((await acquire('c')).lease.holder).toBe('b');
+    });
+
+    it('makes every new tenure a greater term: taking back its own lease, and after a release', async () => {
+      const terms = [(await acquire('a')).lease.term, (await acquire('a')).lease.term];
+      expect(await store.release({ slot: 0, holder: 'a', term: terms[1] })).toBe(true);
+      terms.push((await acquire('b')).lease.term);
+      expect(terms[1]).toBeGreaterThan(terms[0]);
+      expect(terms[2]).toBeGreaterThan(terms[1]);
+    });
+
+    it('renews only the tenure that holds the slot, for the length asked', async () => {
+      const { lease } = await acquire('a', 1_000);
+      expect(await store.renew({ slot: 0, holder: 'a', term: lease.term }, Date.now(), 60_000)).toBe(true);
+      expect((await acquire('b')).expiresIn).toBeGreaterThan(50_000);
+      expect(await store.renew({ slot: 0, holder: 'a', term: lease.term + 1 }, Date.now(), 60_000)).toBe(false);
+    });
+
+    it('keeps slots independent', async () => {
+      expect((await acquire('a', 60_000, 0)).acquired).toBe(true);
+      expect((await acquire('b', 60_000, 1)).acquired).toBe(true);
+      expect((await acquire('b', 60_000, 0)).acquired).toBe(false);
+    });
+
+    it('grants a free slot to exactly one of many candidates trying at once', async () => {
+      const attempts = await Promise.all(['a', 'b', 'c', 'd', 'e', 'f'].map((holder) => acquire(holder)));
+      expect(attempts.filter(({ acquired }) => acquired)).toHaveLength(1);
+    });
+
+    it('tells a watcher of a release', async () => {
+      const { lease } = await acquire('a');
+      let told = 0;
+      const unwatch = store.watch(() => told++);
+      try {
+        await waitFor(() => store.isWatching());
+        await store.release({ slot: 0, holder: 'a', term: lease.term });
+        await waitFor(() => told > 0);
+      } finally {
+        unwatch();
+      }
+    });
+  });
+
+  describe('fenced', () => {
+    it('commits the work of the tenure that holds the slot', async () => {
+      const { lease } = await acquire('a');
+      await subject.fencedAppend({ slot: 0, holder: 'a', term: lease.term }, 1);
+      expect(await subject.ledger()).toEqual([1]);
+    });
+
+    it.each([
+      ['another term', async (term: number) => ({ slot: 0, holder: 'a', term: term + 1 })],
+      ['another holder', async (term: number) => ({ slot: 0, holder: 'b', term })],
+    ])('refuses %s with LEASE_LOST, writing nothing', async (__, wrong) => {
+      const { lease } = await acquire('a');
+      await expect(subject.fencedAppend(await wrong(lease.term), 1)).rejects.toMatchObject({ code: 'LEASE_LOST' });
+      expect(await subject.ledger()).toEqual([]);
+    });
+
+    it('refuses an expired lease, even one nobody took over', async () => {
+      const { lease } = await acquire('a', 1);
+      await until(20);
+      await expect(subject.fencedAppend({ slot: 0, holder: 'a', term: lease.term }, 1)).rejects.toBeInstanceOf(LeadershipError);
+      expect(await subject.ledger()).toEqual([]);
+    });
+  });
+
+  describe('observeLeadership', () => {
+    const timing = { renewEvery: 100, expiresAfter: 1_000, retryEvery: 100 };
+    let subscriptions: Subscription[] = [];
+    afterEach(() => subscriptions.forEach((subscription) => subscription.unsubscribe()));
+
+    /** A candidate whose events are kept, stamped with when they came. */
+    function candidate(holder: string, on: LeaseStore = store, expiresAfter = timing.expiresAfter) {
+      const events: Array<LeadershipEvent & { at: number }> = [];
+      const events$ = observeLeadership(on, { ...timing, expiresAfter, holder });
+      const subscription = events$.subscribe((event) => events.push({ ...event, at: Date.now() }));
+      subscriptions.push(subscription);
+      return { events, subscription, types: () => events.map(({ type }) => type) };
+    }
+
+    it('elects one candidate at once, renews every renewEvery, and keeps the others following', async () => {
+      const a = candidate('a');
+      await waitFor(() => a.types().includes('elected'));
+      const [b, c] = [candidate('b'), candidate('c')];
+      await waitFor(() => a.types().filter((type) => type === 'renewed').length >= 3);
+      expect(b.events).toEqual([]);
+      expect(c.events).toEqual([]);
+    });
+
+    it('hands over at once when the leader unsubscribes, to a candidate with a greater term', async () => {
+      const expiresAfter = 20_000;
+      const a = candidate('a', store, expiresAfter);
+      await waitFor(() => a.types().includes('elected'));
+      const b = candidate('b', store, expiresAfter);
+      await until(150);
+      a.subscription.unsubscribe();
+      const releasedAt = Date.now();
+      await waitFor(() => b.types().includes('elected'), expiresAfter / 2);
+      const [elected] = b.events;
+      // Long before the lease could have expired: the release freed the slot.
+      expect(elected.at - releasedAt).toBeLessThan(expiresAfter / 2);
+      expect((elected as Lease).term).toBeGreaterThan((a.events[0] as Lease).term);
+    });
+
+    it('steps down at the end of its lease when cut off from the database, before anyone else is elected', async () => {
+      let failing = false;
+      const flaky = cutOff(store, () => failing);
+      const a = candidate('a', flaky);
+      await waitFor(() => a.types().includes('elected'));
+      const b = candidate('b');
+      failing = true;
+      await waitFor(() => b.types().includes('elected'), 10_000);
+      const lost = a.events.find(({ type }) => type === 'lost');
+      expect(lost).toMatchObject({ reason: 'expired' });
+      expect(a.types()).toContain('error');
+      expect((lost as { at: number }).at).toBeLessThanOrEqual(b.events[0].at);
+    });
+
+    it('releases on unsubscribe, so that the slot is free once the release settled', async () => {
+      const a = candidate('a');
+      const elected = await firstElected(a.events);
+      a.subscription.unsubscribe();
+      await subject.settled();
+      const after = await acquire('b', 60_000);
+      expect(after.acquired).toBe(true);
+      expect(after.lease.term).toBeGreaterThan(elected.term);
+    });
+
+    function firstElected(events: LeadershipEvent[]): Promise<Lease> {
+      return waitFor(() => events.some(({ type }) => type === 'elected')).then(() => events[0] as Lease);
+    }
+  });
+});
+
+/** A store whose calls fail with a transient error while `failing()` says so, as across a cut network. */
+function cutOff(store: LeaseStore, failing: () => boolean): LeaseStore {
+  const cut = () => Promise.reject(new LeadershipError('DATABASE_ERROR', 'cut off'));
+  return {
+    clock: store.clock,
+    acquire: (...args) => (failing() ? cut() : store.acquire(...args)),
+    renew: (...args) => (failing() ? cut() : store.renew(...args)),
+    release: (...args) => store.release(...args),
+    standBy: (...args) => store.standBy(...args),
+    leaveStandby: (...args) => store.leaveStandby(...args),
+    watch: (listener) => store.watch(listener),
+    isWatching: () => store.isWatching(),
+  };
+}
+
+/** Resolves once `condition()` holds, checking every 10 ms; fails after `timeout` ms. */
+async function waitFor(condition: () => boolean, timeout = 5_000): Promise<void> {
+  const giveUpAt = Date.now() + timeout;
+  while (!condition()) {
+    if (Date.now() > giveUpAt) throw new Error(`Condition not met within ${timeout} ms: ${condition.toString()}`);
+    await until(10);
+  }
+}

@@ -1,0 +1,3 @@
+export default function stopServer(): void {
+  (globalThis as { stopPostgresServer?: () => void }).stopPostgresServer?.();
+}

@@ -1,0 +1,2 @@
+export { postgresLeaseStore, PostgresLeaseStore } from './store/postgres/postgres-lease-store';
+export type { PostgresLeaseStoreConfig } from './store/postgres/postgres-lease-store';

@@ -1,0 +1,88 @@
+import type { Pool } from 'pg';
+import { LeadershipError } from '../../leadership-error';
+
+/** Where the leases live: a table of the user's naming, and its term sequence beside it. */
+export interface PostgresLeaseTable {
+  readonly schema: string;
+  readonly table: string;
+}
+
+/** `"name"`, with any double quote doubled: identifiers of the user's naming are quoted everywhere. */
+export function quoteIdentifier(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+export function qualifiedNames({ schema, table }: PostgresLeaseTable): { table: string; termSequence: string } {
+  return {
+    table: `${quoteIdentifier(schema)}.${quoteIdentifier(table)}`,
+    termSequence: `${quoteIdentifier(schema)}.${quoteIdentifier(`${table}_term`)}`,
+  };
+}
+
+/*
+ * The original worker's row (slot, holder, expires_at in Unix ms) with the term in it. Terms
+ * come from a sequence, not from the row: a release deletes the row, as the original does,
+ * and a sequence never goes back, whatever is deleted, so every tenure's term is greater
+ * than every term granted before, on every slot.
+ */
+const expectedColumns: Record<string, string> = {
+  slot: 'bigint',
+  holder: 'text',
+  expires_at: 'bigint',
+  term: 'bigint',
+};
+
+/**
+ * Creates what is missing (schema, table, sequence), then checks that the table has the
+ * shape the statements need. Creation runs under a transaction-scoped advisory lock, so
+ * that candidates starting together do not race on the catalog; the lock only orders the
+ * creation and is never a source of truth for leadership.
+ */
+export async function installPostgresSchema(pool: Pool, names: PostgresLeaseTable): Promise<void> {
+  if (await describeTable(pool, names)) return;
+  const { table, termSequence } = qualifiedNames(names);
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query('BEGIN');
+    await client.query(`SELECT pg_advisory_xact_lock(hashtext('observe-leadership schema'))`);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(names.schema)}`);
+    await client.query(`CREATE TABLE IF NOT EXISTS ${table} (
+      slot bigint PRIMARY KEY,
+      holder text NOT NULL,
+      expires_at bigint NOT NULL,
+      term bigint NOT NULL)`);
+    await client.query(`CREATE SEQUENCE IF NOT EXISTS ${termSequence}`);
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+  if (!(await describeTable(pool, names))) {
+    throw new LeadershipError('SCHEMA_MISMATCH', `${table} could not be created`);
+  }
+}
+
+/** Whether the lease table and its sequence exist (`false` if not); throws if they have another shape. */
+async function describeTable(pool: Pool, names: PostgresLeaseTable): Promise<boolean> {
+  const { rows } = await pool.query<{ column_name: string; data_type: string; sequence: boolean }>(
+    `SELECT column_name, data_type,
+       EXISTS (SELECT 1 FROM information_schema.sequences WHERE sequence_schema = $1 AND sequence_name = $3) AS sequence
+     FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`,
+    [names.schema, names.table, `${names.table}_term`],
+  );
+  if (rows.length === 0) return false;
+  const { table } = qualifiedNames(names);
+  const found = Object.fromEntries(rows.map((row) => [row.column_name, row.data_type]));
+  const wrong = Object.entries(expectedColumns).filter(([column, type]) => found[column] !== type);
+  if (wrong.length > 0) {
+    const shape = Object.entries(expectedColumns).map(([column, type]) => `${column} ${type}`).join(', ');
+    throw new LeadershipError(
+      'SCHEMA_MISMATCH',
+      `${table} exists with another shape: expected ${shape}; got ${rows.map((row) => `${row.column_name} ${row.data_type}`).join(', ')}`,
+    );
+  }
+  return rows[0].sequence; // a missing sequence alone is created with the rest
+}
