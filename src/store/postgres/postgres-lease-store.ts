@@ -238,6 +238,10 @@ export class PostgresLeaseStore implements LeaseStore {
     }
     let inWork = false;
     let broken: Error | undefined;
+    // The server may end the session while the client sits idle in the transaction (past the
+    // lease, see above): reported as an event, which would end the process unheard.
+    const onError = (error: Error) => (broken = error);
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       const [row] = (await client.query<Row>(this.config(this.statements.lockForFencing, [lease.slot]))).rows;
@@ -254,9 +258,10 @@ export class PostgresLeaseStore implements LeaseStore {
       }
       return result;
     } catch (error) {
-      await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+      if (broken === undefined) await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
       throw inWork ? error : toLeadershipError(error);
     } finally {
+      client.removeListener('error', onError);
       client.release(broken);
     }
   }

@@ -1,0 +1,251 @@
+import { Pool } from 'pg';
+import { asyncScheduler, lastValueFrom, Subscription, toArray } from 'rxjs';
+import { fenced, LeadershipEvent, observeLeadership } from '../../../src';
+import { postgresLeaseStore, PostgresLeaseStore } from '../../../src/postgres';
+import { testDatabaseUrl, testSchema, TestSchema } from '../../support/postgres-database';
+
+const until = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Resolves once `condition()` holds, checking every 10 ms; fails after `timeout` ms. */
+async function waitFor(condition: () => boolean | Promise<boolean>, timeout = 10_000): Promise<void> {
+  const giveUpAt = Date.now() + timeout;
+  while (!(await condition())) {
+    if (Date.now() > giveUpAt) throw new Error(`Condition not met within ${timeout} ms: ${condition.toString()}`);
+    await until(10);
+  }
+}
+
+describe('postgresLeaseStore', () => {
+  let test: TestSchema;
+  let pool: Pool;
+  let store: PostgresLeaseStore;
+  let subscriptions: Subscription[];
+  beforeEach(() => {
+    test = testSchema({ application_name: 'observe-leadership-spec' });
+    pool = test.pool;
+    store = postgresLeaseStore(pool, { schema: test.schema });
+    subscriptions = [];
+  });
+  afterEach(async () => {
+    subscriptions.forEach((subscription) => subscription.unsubscribe());
+    await store.settled().catch(() => undefined);
+    await test.drop();
+  });
+
+  const acquire = (holder: string, expiresAfter = 60_000, now = Date.now()) => store.acquire(0, holder, now, expiresAfter);
+
+  describe('config', () => {
+    it('is one store per pool and table', () => {
+      expect(postgresLeaseStore(pool, { schema: test.schema })).toBe(store);
+      expect(postgresLeaseStore(pool, { schema: test.schema, table: 'other' })).not.toBe(store);
+    });
+
+    it.each([
+      [() => postgresLeaseStore({} as Pool), TypeError, 'Expected `pool` to be a pg Pool'],
+      [() => postgresLeaseStore(pool, { tabel: 'x' } as never), TypeError, 'got `"tabel"`'],
+      [() => postgresLeaseStore(pool, { table: 'x'.repeat(59) }), RangeError, 'Expected `table` to be a non-empty string of at most 58'],
+      [() => postgresLeaseStore(pool, { queryTimeout: 0 }), RangeError, 'Expected `queryTimeout` to be an integer from 1'],
+    ])('throws at once for bad arguments (%#)', (call, kind, message) => {
+      expect(call).toThrow(kind);
+      expect(call).toThrow(message);
+    });
+  });
+
+  describe('schema', () => {
+    it('creates the table and its term sequence in the schema and under the name given', async () => {
+      const named = postgresLeaseStore(pool, { schema: test.schema, table: 'Leases "of" jobs' });
+      await named.acquire(0, 'a', Date.now(), 1_000);
+      const { rows } = await pool.query(
+        `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = $1
+         UNION ALL SELECT sequence_name FROM information_schema.sequences WHERE sequence_schema = $1 ORDER BY name`,
+        [test.schema],
+      );
+      expect(rows.map(({ name }) => name)).toEqual(['Leases "of" jobs', 'Leases "of" jobs_term']);
+    });
+
+    it('refuses a table of another shape, and a campaign on it ends with SCHEMA_MISMATCH', async () => {
+      await pool.query(`CREATE SCHEMA "${test.schema}"; CREATE TABLE "${test.schema}".worker_leadership (slot int, holder text, expires_at text)`);
+      await expect(acquire('a')).rejects.toMatchObject({ code: 'SCHEMA_MISMATCH' });
+      const events = lastValueFrom(observeLeadership(store).pipe(toArray()));
+      await expect(events).rejects.toMatchObject({ code: 'SCHEMA_MISMATCH' });
+    });
+
+    it('is created once when many candidates start together', async () => {
+      const attempts = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((holder) => acquire(holder)));
+      expect(attempts.filter(({ acquired }) => acquired)).toHaveLength(1);
+    });
+  });
+
+  describe("the server's clock", () => {
+    it.each([
+      ['ten seconds ahead', 10_000],
+      ['ten seconds behind', -10_000],
+    ])('times every lease, whatever the clock of a candidate %s says', async (_, skew) => {
+      await acquire('a', 2_000);
+      const follower = await acquire('b', 2_000, Date.now() + skew);
+      expect(follower.acquired).toBe(false);
+      expect(follower.expiresIn).toBeGreaterThan(1_000);
+      expect(follower.expiresIn).toBeLessThanOrEqual(2_000);
+    });
+
+    it('lets candidates whose clocks are ten seconds apart elect one leader', async () => {
+      const skewed = (skew: number) => ({ now: () => Date.now() + skew, schedule: asyncScheduler.schedule.bind(asyncScheduler) });
+      const timing = { renewEvery: 100, expiresAfter: 600, retryEvery: 100 };
+      const events: Array<[string, LeadershipEvent['type']]> = [];
+      for (const [holder, skew] of [['ahead', 10_000], ['behind', -10_000], ['true', 0]] as const) {
+        subscriptions.push(
+          observeLeadership(store, { ...timing, holder, scheduler: skewed(skew) as never }).subscribe((event) => events.push([holder, event.type])),
+        );
+      }
+      await until(1_500);
+      expect(events.filter(([, type]) => type === 'elected')).toHaveLength(1);
+      expect(events.filter(([, type]) => type === 'lost' || type === 'error')).toEqual([]);
+    });
+  });
+
+  describe('faults', () => {
+    const timing = { renewEvery: 100, expiresAfter: 800, retryEvery: 100 };
+
+    it('ends the stream with DATABASE_CLOSED once the pool is ended', async () => {
+      const events = lastValueFrom(observeLeadership(store, timing).pipe(toArray()));
+      await until(200);
+      await pool.end();
+      await expect(events).rejects.toMatchObject({ code: 'DATABASE_CLOSED' });
+      test = { ...test, drop: async () => undefined };
+    });
+
+    it('ends the stream with ACCESS_DENIED when the database does not exist', async () => {
+      const wrong = new Pool({ connectionString: testDatabaseUrl().replace(/\/[^/]*$/, '/no_such_database') });
+      try {
+        const events = lastValueFrom(observeLeadership(postgresLeaseStore(wrong), timing).pipe(toArray()));
+        await expect(events).rejects.toMatchObject({ code: 'ACCESS_DENIED' });
+      } finally {
+        await wrong.end();
+      }
+    });
+
+    it('goes on leading when the server kills its connections, each call taking another one', async () => {
+      const events: LeadershipEvent[] = [];
+      subscriptions.push(observeLeadership(store, timing).subscribe((event) => events.push(event)));
+      await waitFor(() => events.some(({ type }) => type === 'elected'));
+      const killed = await killConnections();
+      expect(killed).toBeGreaterThan(0);
+      const renewals = () => events.filter(({ type }) => type === 'renewed').length;
+      const before = renewals();
+      await waitFor(() => renewals() >= before + 3);
+      expect(events.filter(({ type }) => type === 'elected' || type === 'lost')).toHaveLength(1);
+    });
+
+    it('listens again for releases after its listening connection was killed', async () => {
+      const unwatch = store.watch(() => undefined);
+      try {
+        await waitFor(() => store.isWatching());
+        await killConnections();
+        await waitFor(() => !store.isWatching());
+        await acquire('a'); // any operation tries again
+        await waitFor(() => store.isWatching());
+      } finally {
+        unwatch();
+      }
+    });
+
+    it('makes a call that gets no answer in time an error event, and steps down at the end of its lease', async () => {
+      const slow = postgresLeaseStore(pool, { schema: test.schema, queryTimeout: 150 });
+      const events: Array<LeadershipEvent & { at: number }> = [];
+      subscriptions.push(observeLeadership(slow, timing).subscribe((event) => events.push({ ...event, at: Date.now() })));
+      await waitFor(() => events.some(({ type }) => type === 'elected'));
+      // Another connection holds the lease row: renewals wait for it, and time out.
+      const blocker = await pool.connect();
+      await blocker.query(`BEGIN; SELECT * FROM "${test.schema}".worker_leadership FOR UPDATE`);
+      try {
+        await waitFor(() => events.some(({ type }) => type === 'lost'));
+      } finally {
+        await blocker.query('ROLLBACK');
+        blocker.release();
+      }
+      const errors = events.filter((event) => event.type === 'error');
+      expect(errors.length).toBeGreaterThan(0);
+      expect(errors[0]).toMatchObject({ error: { code: 'DATABASE_ERROR', message: expect.stringContaining('timeout') } });
+      expect(events.find(({ type }) => type === 'lost')).toMatchObject({ reason: 'expired' });
+    });
+
+    it('reports a release that failed to whoever awaits settled(), and to nobody else', async () => {
+      const events: LeadershipEvent[] = [];
+      const subscription = observeLeadership(store, timing).subscribe((event) => events.push(event));
+      await waitFor(() => events.some(({ type }) => type === 'elected'));
+      await pool.query(`DROP TABLE "${test.schema}".worker_leadership`);
+      subscription.unsubscribe();
+      await expect(store.settled()).rejects.toMatchObject({ code: 'DATABASE_ERROR' });
+      await expect(store.settled()).resolves.toBeUndefined(); // reported once
+    });
+  });
+
+  describe('fenced', () => {
+    const ledger = () => `"${test.schema}".ledger`;
+    beforeEach(async () => {
+      await acquire('setup', 1); // makes the schema
+      await pool.query(`CREATE TABLE ${ledger()} (id serial, term bigint NOT NULL)`);
+    });
+
+    it('makes a takeover wait until the fenced transaction ends, so its writes come first', async () => {
+      const { lease } = await acquire('a', 300);
+      const order: string[] = [];
+      const work = fenced(store, { slot: 0, holder: 'a', term: lease.term }, async (client) => {
+        await client.query('SELECT pg_sleep(0.6)'); // busy while the lease runs out on the server
+        await client.query(`INSERT INTO ${ledger()} (term) VALUES ($1)`, [lease.term]);
+        order.push('fenced work committing');
+      });
+      await until(400);
+      const takeover = store.acquire(0, 'b', Date.now(), 60_000).then((result) => (order.push('taken over'), result));
+      await work;
+      const taken = await takeover;
+      expect(taken.acquired).toBe(true);
+      expect(order).toEqual(['fenced work committing', 'taken over']);
+    });
+
+    it("lets the server end a transaction that stalls past the lease's end, which writes nothing and lets the takeover in", async () => {
+      const { lease } = await acquire('a', 300);
+      const work = fenced(store, { slot: 0, holder: 'a', term: lease.term }, async (client) => {
+        await client.query(`INSERT INTO ${ledger()} (term) VALUES ($1)`, [lease.term]);
+        await until(2_000); // idle in the transaction, as a stalled process would be
+        await client.query('SELECT 1');
+      });
+      const settled = work.then(
+        () => 'committed',
+        () => 'failed',
+      );
+      await until(400);
+      const started = Date.now();
+      expect((await store.acquire(0, 'b', Date.now(), 60_000)).acquired).toBe(true);
+      expect(Date.now() - started).toBeLessThan(1_500); // not after the 2 s stall
+      expect(await settled).toBe('failed');
+      expect((await pool.query(`SELECT count(*)::int AS n FROM ${ledger()}`)).rows[0].n).toBe(0);
+    });
+
+    it("passes the work's own errors through untouched, and rolls back", async () => {
+      const { lease } = await acquire('a');
+      const mistake = new Error('mine');
+      await expect(
+        fenced(store, { slot: 0, holder: 'a', term: lease.term }, async (client) => {
+          await client.query(`INSERT INTO ${ledger()} (term) VALUES (1)`);
+          throw mistake;
+        }),
+      ).rejects.toBe(mistake);
+      expect((await pool.query(`SELECT count(*)::int AS n FROM ${ledger()}`)).rows[0].n).toBe(0);
+    });
+  });
+});
+
+/** Ends every connection of this pool's application on the server, as a proxy or a DBA might. */
+async function killConnections(): Promise<number> {
+  const killer = new Pool({ connectionString: testDatabaseUrl(), max: 1 });
+  try {
+    const { rows } = await killer.query(
+      `SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity
+       WHERE application_name = 'observe-leadership-spec' AND pid <> pg_backend_pid()`,
+    );
+    return rows.filter(({ killed }) => killed).length;
+  } finally {
+    await killer.end();
+  }
+}
