@@ -1,14 +1,17 @@
 /**
  * npm run chaos -- [--processes N] [--duration S] [--lease MS] [--seed K] [--slots M]
- *                  [--report FILE] [--slack MS] [--no-seed-worker]
+ *                  [--report FILE] [--slack MS] [--no-seed-worker] [--postgres [URL]]
  * npm run chaos -- --check FILE
  *
- * Runs worker processes on one SQLite file under injected faults, then checks the history
- * (see checker.ts). Prints a table; exits 1 on any violation, 2 on bad arguments.
+ * Runs worker processes on one SQLite file (or, with --postgres, in a fresh schema of the
+ * PostgreSQL server at URL, or of a throwaway server started for the run) under injected
+ * faults, then checks the history (see checker.ts). Prints a table; exits 1 on any
+ * violation, 2 on bad arguments.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { checkHistory } from './checker';
 import { ChaosHistory, runChaos } from './orchestrator';
+import { startPostgresServer } from './postgres-server';
 import { formatSummary, summarize } from './report';
 
 interface Arguments {
@@ -21,6 +24,8 @@ interface Arguments {
   seedWorker: boolean;
   report?: string;
   check?: string;
+  /** `true`: a server started for the run (or the one of OBSERVE_LEADERSHIP_TEST_DATABASE_URL). */
+  postgres?: string | true;
 }
 
 const numeric: Record<string, [min: number, max: number]> = {
@@ -45,6 +50,7 @@ export function parseArguments(argv: string[]): Arguments {
   for (let i = 0; i < argv.length; i++) {
     const name = argv[i].replace(/^--/, '');
     if (name === 'no-seed-worker') parsed.seedWorker = false;
+    else if (name === 'postgres') parsed.postgres = argv[i + 1] === undefined || argv[i + 1].startsWith('--') ? true : argv[++i];
     else if (name === 'report' || name === 'check') parsed[name] = expectValue(name, argv[++i]);
     else if (name in numeric) {
       const value = Number(expectValue(name, argv[++i]));
@@ -76,7 +82,14 @@ async function main(): Promise<number> {
     history = JSON.parse(readFileSync(args.check, 'utf8')).history;
   } else {
     const { processes, lease, seed, slots, seedWorker } = args;
-    history = await runChaos({ processes, duration: args.duration * 1000, lease, seed, slots, seedWorker }, (line) => console.log(line));
+    const server = args.postgres === true ? await startPostgresServer() : undefined;
+    const url = server?.url ?? (args.postgres as string | undefined);
+    const postgres = url === undefined ? undefined : { url, schema: `chaos_${Date.now()}_${seed}` };
+    try {
+      history = await runChaos({ processes, duration: args.duration * 1000, lease, seed, slots, seedWorker, postgres }, (line) => console.log(line));
+    } finally {
+      server?.stop();
+    }
   }
   const result = checkHistory(history, { slack: args.slack });
   const summary = summarize(history, result);

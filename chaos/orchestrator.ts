@@ -1,9 +1,10 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ChaosDatabase, postgresChaosDatabase, PostgresTarget, sqliteChaosDatabase } from './chaos-database';
 import { planFaults, PlannedFault } from './fault-plan';
 import { FaultRecord, LedgerRow, WorkerRecord } from './history';
-import { ledgerTable, openDatabase, WorkerOptions } from './worker';
+import { WorkerOptions } from './worker';
 import { sleep, stopWorkers, WorkerKind, WorkerProcess } from './worker-process';
 
 export interface ChaosOptions {
@@ -19,6 +20,8 @@ export interface ChaosOptions {
   seedWorker: boolean;
   /** The database file; a fresh one in a temporary folder if absent. */
   file?: string;
+  /** Campaign on PostgreSQL instead of a SQLite file (no worker of the original statements then). */
+  postgres?: PostgresTarget;
 }
 
 export interface Timing {
@@ -53,17 +56,18 @@ export function timingFor(lease: number): Timing {
 
 
 /**
- * Runs worker processes on one WAL file, injects the planned faults, then lets the slots
- * settle and collects the history. Never throws for what the workers do: that is for the
- * checker to judge.
+ * Runs worker processes on one WAL file (or one PostgreSQL schema), injects the planned
+ * faults, then lets the slots settle and collects the history. Never throws for what the
+ * workers do: that is for the checker to judge.
  */
 export async function runChaos(options: ChaosOptions, log: (line: string) => void = () => undefined): Promise<ChaosHistory> {
   const timing = timingFor(options.lease);
-  const file = options.file ?? join(mkdtempSync(join(tmpdir(), 'observe-leadership-chaos-')), 'chaos.db');
-  const db = openDatabase(file, 1_000);
-  db.exec(ledgerTable);
+  const { postgres } = options;
+  const file = postgres ? undefined : (options.file ?? join(mkdtempSync(join(tmpdir(), 'observe-leadership-chaos-')), 'chaos.db'));
+  const db: ChaosDatabase = postgres ? await postgresChaosDatabase(postgres) : sqliteChaosDatabase(file!);
   const workerOptions: WorkerOptions = {
     file,
+    postgres,
     slots: options.slots,
     ...timing,
     ledgerEvery: Math.max(10, Math.round(options.lease / 10)),
@@ -96,7 +100,7 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
     track(worker.exited.then(() => sleep(timing.retryEvery)).then(() => stopping || start(worker.name, worker.kind)));
 
   for (let i = 1; i <= options.processes; i++) start(`w${i}`, 'candidate');
-  if (options.seedWorker) start('seed', 'seed');
+  if (options.seedWorker && !postgres) start('seed', 'seed');
   const startedAt = Date.now();
 
   const inject = (planned: PlannedFault): void => {
@@ -132,15 +136,15 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
         return track(sleep(timing.retryEvery).then(() => leader.send('subscribe')));
       case 'lock':
         if (lockHeld) return skip('a lock is already held');
-        try {
-          db.exec('BEGIN IMMEDIATE');
-        } catch (error) {
-          return skip(`could not take the lock: ${(error as Error).message}`);
-        }
         lockHeld = true;
         return track(
-          sleep(duration).then(() => {
-            db.exec('COMMIT');
+          db.holdLock().then(async (held) => {
+            if (!held) {
+              lockHeld = false;
+              return skip('could not take the lock');
+            }
+            await sleep(duration);
+            await db.releaseLock();
             lockHeld = false;
             fault.until = Date.now();
           }),
@@ -162,7 +166,8 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
 
   const plan = planFaults({ seed: options.seed, duration: options.duration, lease: options.lease, slots: options.slots });
   const timers = plan.map((planned) => setTimeout(() => inject(planned), planned.at));
-  log(`${workers.length} workers on ${file}; ${plan.length} faults planned over ${Math.round(options.duration / 1000)} s`);
+  const where = postgres ? `schema ${postgres.schema} of ${postgres.url}` : file;
+  log(`${workers.length} workers on ${where}; ${plan.length} faults planned over ${Math.round(options.duration / 1000)} s`);
   await sleep(options.duration);
   timers.forEach(clearTimeout);
 
@@ -172,14 +177,14 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
   stopping = true;
   const final: FinalState = {
     at: Date.now(),
-    rows: db.prepare('SELECT slot, holder, expires_at AS expiresAt FROM worker_leadership ORDER BY slot').all() as FinalState['rows'],
+    rows: await db.leaseRows(),
     liveHolders: live().flatMap((w) => [...w.holders].map(([slot, holder]) => ({ slot, holder }))),
   };
 
   await stopWorkers(workers);
   await Promise.all([...pending]);
 
-  const ledger = db.prepare('SELECT id, slot, holder, term, seq, at FROM chaos_ledger ORDER BY id').all() as LedgerRow[];
-  db.close();
+  const ledger: LedgerRow[] = await db.ledger();
+  await db.close();
   return { options, timing, startedAt, endedAt: Date.now(), records, faults, ledger, final };
 }

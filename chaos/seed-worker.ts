@@ -15,7 +15,7 @@ import { openDatabase, report, reportUsage, WorkerOptions } from './worker';
 
 function main(): void {
   const { file, worker, renewEvery, expiresAfter, retryEvery, busyTimeout = 50 } = JSON.parse(process.argv[2]) as WorkerOptions;
-  const db = openDatabase(file, busyTimeout, seedTable);
+  const db = openDatabase(file!, busyTimeout, seedTable); // the original worker runs only on SQLite
   const holder = ulid();
   const seed = seedStatements(db, holder, expiresAfter);
   const say = (record: Record<string, unknown>) => report({ worker, slot: 0, holder, ...record });

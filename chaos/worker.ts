@@ -11,11 +11,16 @@
 import Database from 'better-sqlite3';
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
-import { EMPTY, interval, map, Subscription, tap } from 'rxjs';
-import { ElectedEvent, fenced, LeadershipEvent, observeLeadership, whileLeader } from 'observe-leadership';
+import { Pool } from 'pg';
+import { asyncScheduler, EMPTY, interval, map, Subscription, tap } from 'rxjs';
+import { ElectedEvent, fenced, Lease, LeadershipEvent, LeaseStore, observeLeadership, whileLeader } from 'observe-leadership';
+import { postgresLeaseStore } from 'observe-leadership/postgres';
+import type { PostgresTarget } from './chaos-database';
 
 export interface WorkerOptions {
-  file: string;
+  /** The SQLite file, unless the workers campaign on PostgreSQL. */
+  file?: string;
+  postgres?: PostgresTarget;
   /** The logical name, kept across restarts. */
   worker?: string;
   /** How many slots to campaign for (0 .. slots - 1). @default 1 */
@@ -27,6 +32,47 @@ export interface WorkerOptions {
   ledgerEvery?: number;
   /** better-sqlite3's busy timeout. @default 50 */
   busyTimeout?: number;
+  /**
+   * Ms added to this process's clock (`Date.now()` and the campaign's scheduler), as on a
+   * machine whose clock is off: PostgreSQL candidates must not care. @default 0
+   */
+  clockOffset?: number;
+}
+
+/** What a worker needs of its database: the store to campaign in, fenced ledger writes, and a way out. */
+interface WorkerDatabase {
+  campaignIn: Database.Database | LeaseStore;
+  append(lease: Lease, seq: number): Promise<void>;
+  standingBy(holder: string): boolean;
+  close(): Promise<void>;
+}
+
+function sqliteWorkerDatabase(file: string, busyTimeout: number): WorkerDatabase {
+  const db = openDatabase(file, busyTimeout, ledgerTable);
+  const append = db.prepare('INSERT INTO chaos_ledger (slot, holder, term, seq, at) VALUES (?, ?, ?, ?, ?)');
+  return {
+    campaignIn: db,
+    append: async (lease, seq) => void fenced(db, lease, () => append.run(lease.slot, lease.holder, lease.term, seq, Date.now())),
+    // Asked only once the campaign made its tables.
+    standingBy: (holder) => db.prepare('SELECT count(*) FROM worker_leadership_standby WHERE holder = ?').pluck().get(holder) !== 0,
+    close: async () => void db.close(),
+  };
+}
+
+function postgresWorkerDatabase({ url, schema }: PostgresTarget, worker: string, queryTimeout: number): WorkerDatabase {
+  const pool = new Pool({ connectionString: url, max: 4, application_name: `chaos-${worker}`, connectionTimeoutMillis: queryTimeout });
+  const store = postgresLeaseStore(pool, { schema, queryTimeout });
+  const insert = `INSERT INTO "${schema}".chaos_ledger (slot, holder, term, seq, at) VALUES ($1, $2, $3, $4, $5)`;
+  return {
+    campaignIn: store,
+    append: (lease, seq) =>
+      fenced(store, lease, async (client) => void (await client.query(insert, [lease.slot, lease.holder, lease.term, seq, Date.now()]))),
+    standingBy: () => store.isWatching(),
+    close: async () => {
+      await store.settled().catch(() => undefined);
+      await pool.end();
+    },
+  };
 }
 
 export const ledgerTable = `CREATE TABLE IF NOT EXISTS chaos_ledger (
@@ -63,26 +109,29 @@ export function reportUsage(extra: Record<string, unknown> = {}): void {
 }
 
 function main(): void {
-  const { file, worker, slots = 1, ledgerEvery, busyTimeout = 50, ...timing } = JSON.parse(process.argv[2]) as WorkerOptions;
-  const db = openDatabase(file, busyTimeout, ledgerTable);
-  const append = db.prepare('INSERT INTO chaos_ledger (slot, holder, term, seq, at) VALUES (?, ?, ?, ?, ?)');
+  const options = JSON.parse(process.argv[2]) as WorkerOptions;
+  const { file, postgres, worker = 'worker', slots = 1, ledgerEvery, busyTimeout = 50, clockOffset = 0, ...timing } = options;
+  if (clockOffset !== 0) {
+    const realNow = Date.now;
+    Date.now = () => realNow() + clockOffset;
+  }
+  const db = postgres ? postgresWorkerDatabase(postgres, worker, timing.expiresAfter) : sqliteWorkerDatabase(file!, busyTimeout);
+  const scheduler = clockOffset === 0 ? undefined : { now: () => Date.now(), schedule: asyncScheduler.schedule.bind(asyncScheduler) };
   const lastLeases = new Map<number, ElectedEvent>();
   let subscriptions: Subscription[] = [];
   // A holder of its own for each subscription, as the default would be, but one that says
   // whose it is: the benchmark asks whether this worker holds a standby place.
   let round = 0;
   let holder = '';
-  const standingBy = () => db.prepare('SELECT count(*) FROM worker_leadership_standby WHERE holder = ?').pluck().get(holder) !== 0;
 
-  const fencedWrite = (lease: ElectedEvent, seq: number) => {
-    try {
-      fenced(db, lease, () => append.run(lease.slot, lease.holder, lease.term, seq, Date.now()));
-      report({ worker, type: 'fenced-write', slot: lease.slot, holder: lease.holder, term: lease.term, seq });
-    } catch (error) {
-      const { code, message } = error as { code?: string; message: string };
-      report({ worker, type: 'fenced-rejected', slot: lease.slot, holder: lease.holder, term: lease.term, code, message });
-    }
-  };
+  const fencedWrite = (lease: ElectedEvent, seq: number) =>
+    db.append(lease, seq).then(
+      () => report({ worker, type: 'fenced-write', slot: lease.slot, holder: lease.holder, term: lease.term, seq }),
+      (error) => {
+        const { code, message } = error as { code?: string; message: string };
+        report({ worker, type: 'fenced-rejected', slot: lease.slot, holder: lease.holder, term: lease.term, code, message });
+      },
+    );
 
   const describe = (event: LeadershipEvent) =>
     event.type === 'error' ? { ...event, error: undefined, code: event.error.code, message: event.error.message } : event;
@@ -90,7 +139,7 @@ function main(): void {
   const subscribe = () => {
     holder = `${worker}.${process.pid}.${++round}`;
     subscriptions = Array.from({ length: slots }, (_, slot) =>
-      observeLeadership(db, { ...timing, slot, holder })
+      observeLeadership(db.campaignIn, { ...timing, slot, holder, ...(scheduler && { scheduler }) })
         .pipe(
           tap((event) => {
             if (event.type === 'elected') lastLeases.set(slot, event);
@@ -115,15 +164,14 @@ function main(): void {
 
   const exit = () => {
     unsubscribe();
-    db.close();
-    process.exit(0);
+    void db.close().finally(() => process.exit(0));
   };
 
   const commands: Record<string, () => void> = {
     subscribe,
     unsubscribe,
     'fenced-write': () => lastLeases.forEach((lease) => fencedWrite(lease, -1)),
-    usage: () => reportUsage({ standby: standingBy() }),
+    usage: () => reportUsage({ standby: db.standingBy(holder) }),
     exit,
   };
   createInterface({ input: process.stdin }).on('line', (line) => commands[line.trim()]?.());

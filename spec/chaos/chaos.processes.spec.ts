@@ -3,10 +3,15 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChaosSummary } from '../../chaos/report';
+import { testDatabaseUrl } from '../support/postgres-database';
 
-// The short chaos run that CI makes on every change: 4 candidate processes and one running
-// the original statements, 2 slots, 20 s of faults of every kind (seed 2 plans all six).
-describe('npm run chaos, short', () => {
+// The short chaos runs that CI makes on every change: 4 candidate processes, 2 slots, 20 s
+// of faults of every kind (seed 2 plans all six). On SQLite, one more process runs the
+// original statements; on PostgreSQL, the workers share a fresh schema of this run's server.
+describe.each([
+  ['SQLite', () => []],
+  ['PostgreSQL', () => ['--postgres', testDatabaseUrl()]],
+])('npm run chaos on %s, short', (_, where) => {
   it('injects faults of every kind and finds no violation', async () => {
     const folder = mkdtempSync(join(tmpdir(), 'observe-leadership-chaos-spec-'));
     const report = join(folder, 'report.json');
@@ -14,7 +19,7 @@ describe('npm run chaos, short', () => {
       // Jest runs other process-heavy suites beside this one on the same two cores: the
       // liveness slack is wider than the command's default. Safety checks have none.
       const args = ['--processes', '4', '--duration', '20', '--lease', '600', '--seed', '2', '--slots', '2', '--slack', '2500'];
-      args.push('--report', report);
+      args.push('--report', report, ...where());
       const chaos = spawn(process.execPath, [join(__dirname, '..', '..', 'build', 'chaos', 'main.js'), ...args]);
       let output = '';
       chaos.stdout.on('data', (chunk) => (output += chunk));
