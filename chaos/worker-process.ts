@@ -28,9 +28,12 @@ export class WorkerProcess {
     options: WorkerOptions,
     onRecord: (record: WorkerRecord) => void,
     onStderr: (text: string) => void,
+    /** A command that runs node for it (`ip netns exec NAME`, say), if not run directly. */
+    launcher: string[] = [],
   ) {
     const script = join(scripts, kind === 'seed' ? 'seed-worker.js' : 'worker.js');
-    this.child = spawn(process.execPath, [script, JSON.stringify({ ...options, worker: name })], {
+    const [command, ...prefix] = [...launcher, process.execPath];
+    this.child = spawn(command, [...prefix, script, JSON.stringify({ ...options, worker: name })], {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     this.child.stdin!.on('error', () => undefined); // a killed worker's stdin may break

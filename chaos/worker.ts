@@ -33,8 +33,10 @@ export interface WorkerOptions {
   /** better-sqlite3's busy timeout. @default 50 */
   busyTimeout?: number;
   /**
-   * Ms added to this process's clock (`Date.now()` and the campaign's scheduler), as on a
-   * machine whose clock is off: PostgreSQL candidates must not care. @default 0
+   * Ms added to this process's clock (`Date.now()`), as on a machine whose clock is off:
+   * PostgreSQL candidates must not care. When given (even 0), the campaign reads that clock
+   * instead of its default, so that its events' `expiresAt` can be compared with the
+   * database server's clock of the same host.
    */
   clockOffset?: number;
 }
@@ -110,13 +112,13 @@ export function reportUsage(extra: Record<string, unknown> = {}): void {
 
 function main(): void {
   const options = JSON.parse(process.argv[2]) as WorkerOptions;
-  const { file, postgres, worker = 'worker', slots = 1, ledgerEvery, busyTimeout = 50, clockOffset = 0, ...timing } = options;
-  if (clockOffset !== 0) {
+  const { file, postgres, worker = 'worker', slots = 1, ledgerEvery, busyTimeout = 50, clockOffset, ...timing } = options;
+  if (clockOffset) {
     const realNow = Date.now;
     Date.now = () => realNow() + clockOffset;
   }
   const db = postgres ? postgresWorkerDatabase(postgres, worker, timing.expiresAfter) : sqliteWorkerDatabase(file!, busyTimeout);
-  const scheduler = clockOffset === 0 ? undefined : { now: () => Date.now(), schedule: asyncScheduler.schedule.bind(asyncScheduler) };
+  const scheduler = clockOffset === undefined ? undefined : { now: () => Date.now(), schedule: asyncScheduler.schedule.bind(asyncScheduler) };
   const lastLeases = new Map<number, ElectedEvent>();
   let subscriptions: Subscription[] = [];
   // A holder of its own for each subscription, as the default would be, but one that says

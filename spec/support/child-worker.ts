@@ -7,8 +7,8 @@ import { WorkerKind, WorkerProcess } from '../../chaos/worker-process';
 export class ChildWorker extends WorkerProcess {
   private stderr = '';
 
-  constructor(kind: WorkerKind, options: WorkerOptions) {
-    super(kind, kind, options, () => undefined, (text) => (this.stderr += text));
+  constructor(kind: WorkerKind, options: WorkerOptions, launcher: string[] = []) {
+    super(kind, kind, options, () => undefined, (text) => (this.stderr += text), launcher);
   }
 
   /** The first record of that type (and matching `where`), if any. */
