@@ -6,7 +6,11 @@
  * interval). Prints one table, writes results.json and latency.svg into FOLDER (bench/ by
  * default; a temporary folder for --smoke, the tiny run that CI makes so that this script
  * cannot rot, and for --only, which runs some of the scenarios: a comma-separated list of
- * handoff, takeover, scale, idle, statements).
+ * handoff, takeover, scale, idle, statements, postgres).
+ *
+ * `postgres` runs the handoff and takeover trials of this library on PostgreSQL (a server
+ * started for the run, or the one OBSERVE_LEADERSHIP_TEST_DATABASE_URL names), to be read
+ * beside the same trials on SQLite.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -16,9 +20,12 @@ import { eventually } from '../chaos/eventually';
 import { mulberry32 } from '../chaos/fault-plan';
 import { WorkerRecord } from '../chaos/history';
 import { seedStatements, seedTable } from '../chaos/seed-statements';
+import { PostgresTarget } from '../chaos/chaos-database';
+import { PostgresServer, startPostgresServer } from '../chaos/postgres-server';
 import { openDatabase } from '../chaos/worker';
 import { sleep, stopWorkers, WorkerKind, WorkerProcess } from '../chaos/worker-process';
 import { sqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
+import { Pool } from 'pg';
 import { renderChart } from './chart';
 
 interface Timing {
@@ -51,25 +58,26 @@ function distribution(samples: number[]): Distribution {
   return { samples, p50: at(0.5), p99: at(0.99) };
 }
 
-/** Worker processes of one kind on one fresh database file. */
+/** Worker processes of one kind on one fresh database file, or one fresh PostgreSQL schema. */
 class Cluster {
   readonly processes: WorkerProcess[] = [];
-  readonly file: string;
+  readonly file: string | undefined;
 
   constructor(
     readonly kind: WorkerKind,
     readonly timing: Timing,
     folder: string,
+    readonly postgres?: PostgresTarget,
   ) {
+    if (postgres) return;
     this.file = join(mkdtempSync(join(folder, `${kind}-`)), 'bench.db');
     openDatabase(this.file, 1_000).close(); // in WAL mode before the workers start
   }
 
   spawn(): WorkerProcess {
     const name = `${this.kind}${this.processes.length + 1}`;
-    const worker = new WorkerProcess(name, this.kind, { file: this.file, ...this.timing }, () => undefined, (text) =>
-      process.stderr.write(text),
-    );
+    const options = { file: this.file, postgres: this.postgres, ...this.timing };
+    const worker = new WorkerProcess(name, this.kind, options, () => undefined, (text) => process.stderr.write(text));
     this.processes.push(worker);
     return worker;
   }
@@ -242,6 +250,15 @@ function statementCosts(folder: string, calls: number) {
   return results;
 }
 
+async function serverVersion(url: string): Promise<string> {
+  const pool = new Pool({ connectionString: url, max: 1 });
+  try {
+    return `PostgreSQL ${(await pool.query('SHOW server_version')).rows[0].server_version}`;
+  } finally {
+    await pool.end();
+  }
+}
+
 async function compare(
   scenario: string,
   run: (kind: WorkerKind) => Promise<number[]>,
@@ -251,7 +268,7 @@ async function compare(
   return { scenario, unit: 'ms', ours, baseline };
 }
 
-const scenarios = ['handoff', 'takeover', 'scale', 'idle', 'statements'] as const;
+const scenarios = ['handoff', 'takeover', 'scale', 'idle', 'statements', 'postgres'] as const;
 type Scenario = (typeof scenarios)[number];
 
 function parseArguments(argv: string[]) {
@@ -277,8 +294,14 @@ async function main(): Promise<void> {
   const log = (line: string) => console.log(line);
   const busyErrors: Record<string, number> = {};
 
-  const withCluster = async <T>(kind: WorkerKind, timing: Timing, count: number, body: (cluster: Cluster) => Promise<T>) => {
-    const cluster = new Cluster(kind, timing, folder);
+  const withCluster = async <T>(
+    kind: WorkerKind,
+    timing: Timing,
+    count: number,
+    body: (cluster: Cluster) => Promise<T>,
+    postgres?: PostgresTarget,
+  ) => {
+    const cluster = new Cluster(kind, timing, folder, postgres);
     try {
       await cluster.start(count);
       return await body(cluster);
@@ -339,6 +362,32 @@ async function main(): Promise<void> {
     : undefined;
   const statements = runs('statements') ? statementCosts(folder, size.calls) : undefined;
 
+  // The same trials on PostgreSQL, each cluster in a fresh schema of one server.
+  let postgres: { server: string; handoff: Distribution; takeover: Distribution; takeoverPastExpiry: Distribution } | undefined;
+  if (runs('postgres')) {
+    const server: PostgresServer = await startPostgresServer();
+    try {
+      const target = (name: string): PostgresTarget => ({ url: server.url, schema: `bench_${name}_${Date.now()}` });
+      const handoff = await withCluster('candidate', defaults, size.processes, (cluster) => handoffs(cluster, size.trials, random), target('handoff'));
+      const takeover = await withCluster(
+        'candidate',
+        shortLease,
+        size.processes,
+        (cluster) => takeovers(cluster, size.takeoverTrials, random),
+        target('takeover'),
+      );
+      postgres = {
+        server: await serverVersion(server.url),
+        handoff: distribution(handoff),
+        takeover: distribution(takeover.fromKill),
+        takeoverPastExpiry: distribution(takeover.pastExpiry),
+      };
+    } finally {
+      server.stop();
+    }
+    log(`postgres done`);
+  }
+
   const results = {
     date: new Date().toISOString(),
     smoke,
@@ -354,6 +403,7 @@ async function main(): Promise<void> {
     busyErrorsDuringScaleHandoffs: busyErrors,
     idleCpuPercentOfOneCore: idle,
     statements,
+    postgres,
   };
   mkdirSync(out, { recursive: true });
   writeFileSync(join(out, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
@@ -369,6 +419,14 @@ async function main(): Promise<void> {
       c.ours.p50 > 0 ? `${format(c.baseline.p50 / c.ours.p50)}x` : '-',
     ]),
   ];
+  if (postgres) {
+    const both = (d: Distribution) => `${format(d.p50)} / ${format(d.p99)} ms`;
+    rows.push(
+      [`on ${postgres.server}: graceful handoff, ${size.processes} processes`, both(postgres.handoff), '', ''],
+      [`on ${postgres.server}: crash takeover, expiresAfter ${shortLease.expiresAfter} ms`, both(postgres.takeover), '', ''],
+      ['  of which past the lease expiry', both(postgres.takeoverPastExpiry), '', ''],
+    );
+  }
   if (idle) {
     const percent = (value: number) => (Number.isNaN(value) ? '-' : `${value.toFixed(3)} %`);
     rows.push(

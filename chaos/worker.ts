@@ -62,7 +62,7 @@ function sqliteWorkerDatabase(file: string, busyTimeout: number): WorkerDatabase
 }
 
 function postgresWorkerDatabase({ url, schema }: PostgresTarget, worker: string, queryTimeout: number): WorkerDatabase {
-  const pool = new Pool({ connectionString: url, max: 4, application_name: `chaos-${worker}`, connectionTimeoutMillis: queryTimeout });
+  const pool = new Pool({ connectionString: url, max: 4, application_name: `chaos-${worker}`, connectionTimeoutMillis: queryTimeout, idleTimeoutMillis: 0 });
   const store = postgresLeaseStore(pool, { schema, queryTimeout });
   const insert = `INSERT INTO "${schema}".chaos_ledger (slot, holder, term, seq, at) VALUES ($1, $2, $3, $4, $5)`;
   return {

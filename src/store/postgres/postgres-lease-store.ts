@@ -3,7 +3,7 @@ import { expectConfig, expectInteger, expectObject, expectString, MAX_DELAY } fr
 import { LeadershipError } from '../../leadership-error';
 import { Lease } from '../../leadership-event';
 import { checkLease } from '../lease-check';
-import { AcquireResult, ChangeOrigin, LeaseRecord, LeaseStore } from '../lease-store';
+import { AcquireOptions, AcquireResult, ChangeOrigin, LeaseRecord, LeaseStore } from '../lease-store';
 import { toLeadershipError } from './postgres-error';
 import { installPostgresSchema, PostgresLeaseTable, qualifiedNames } from './postgres-schema';
 
@@ -151,23 +151,29 @@ export class PostgresLeaseStore implements LeaseStore {
     pool.on('error', () => undefined);
   }
 
-  acquire(slot: number, holder: string, _now: number, expiresAfter: number): Promise<AcquireResult> {
+  /**
+   * `waitForLock: false` marks an attempt made when a release was just announced: the slot is
+   * most likely free, so it goes straight to the compare-and-set, one round trip sooner.
+   */
+  acquire(slot: number, holder: string, _now: number, expiresAfter: number, { waitForLock = true }: AcquireOptions = {}): Promise<AcquireResult> {
     return this.operation(async () => {
       const answer = (acquired: boolean, row: Row): AcquireResult => ({
         acquired,
         lease: toRecord(row),
         expiresIn: Number(row.expires_at) - Number(row.now),
       });
-      // Reading first keeps followers off the row's lock while a live lease stands.
-      const [seen] = await this.query<Row>(this.statements.read, [slot]);
-      if (seen !== undefined && seen.holder !== holder && Number(seen.expires_at) >= Number(seen.now)) {
-        return answer(false, seen);
+      // Otherwise reading first keeps followers off the row's lock while a live lease stands.
+      if (waitForLock) {
+        const [seen] = await this.query<Row>(this.statements.read, [slot]);
+        if (seen !== undefined && seen.holder !== holder && Number(seen.expires_at) >= Number(seen.now)) {
+          return answer(false, seen);
+        }
       }
       const [taken] = await this.query<Row>(this.statements.take, [slot, holder, expiresAfter]);
       if (taken !== undefined) return answer(true, taken);
       const [now] = await this.query<Row>(this.statements.read, [slot]);
       // Taken by another in between, or released again since: either way not ours.
-      return now === undefined ? this.acquire(slot, holder, _now, expiresAfter) : answer(false, now);
+      return now === undefined ? this.acquire(slot, holder, _now, expiresAfter, { waitForLock }) : answer(false, now);
     });
   }
 
