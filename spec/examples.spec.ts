@@ -1,5 +1,7 @@
 import { join } from 'node:path';
+import { Pool } from 'pg';
 import { eventually } from '../chaos/eventually';
+import { testDatabaseUrl } from './support/postgres-database';
 import { SpawnedScript } from './support/spawned-script';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 
@@ -65,5 +67,38 @@ describe('examples', () => {
     const runs = workers.flatMap((worker) => worker.output.match(/ran the task for period \d+/g) ?? []);
     expect(new Set(runs).size).toBe(runs.length); // no period twice
     expect(workers.map((worker) => worker.output.includes('already ran'))).toEqual([false, false]); // the follower never tried
+  });
+
+  it('postgres-job-queue.js: only the leader does jobs; when it stops, the other takes the queue over where it was', async () => {
+    const schema = `examples_${process.pid}`;
+    const run = () => {
+      const example = new SpawnedScript(join(__dirname, '..', 'examples', 'postgres-job-queue.js'), [testDatabaseUrl(), schema]);
+      started.push(example);
+      return example;
+    };
+    const pool = new Pool({ connectionString: testDatabaseUrl(), max: 1 });
+    try {
+      const first = run();
+      await first.shows(/did job 3 \(term \d+\)/);
+      const second = run();
+      await second.shows(/campaigning/);
+      first.process.kill('SIGINT');
+      expect(await first.exited).toBe(0);
+      expect(first.output).toMatch(/stopped, lease released/);
+      await second.shows(/did job \d+ \(term \d+\)/);
+      second.process.kill('SIGINT');
+      expect(await second.exited).toBe(0);
+      // In queue order: a run of jobs done by the first tenure, then a run by the second; none twice, none skipped.
+      const { rows } = await pool.query(`SELECT done_in_term AS term FROM "${schema}".jobs WHERE done_by IS NOT NULL ORDER BY id`);
+      const terms = rows.map((row) => Number(row.term));
+      expect(new Set(terms).size).toBe(2);
+      expect(terms).toEqual([...terms].sort((a, b) => a - b));
+      expect(terms.length).toBeGreaterThanOrEqual(4);
+      const { rows: [last] } = await pool.query(`SELECT max(id) AS id FROM "${schema}".jobs WHERE done_by IS NOT NULL`);
+      expect(last.id).toBe(terms.length);
+    } finally {
+      await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await pool.end();
+    }
   });
 });

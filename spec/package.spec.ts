@@ -7,7 +7,7 @@ const root = join(__dirname, '..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 // The package as a user gets it: `npm pack`, installed in a fresh project, then used from
-// CommonJS, from an ES module, from TypeScript, and through its command. Offline: the
+// CommonJS, from an ES module, from TypeScript, with PostgreSQL, and through its command. Offline: the
 // package's one dependency is in npm's cache since `npm ci`; the peer dependencies (a native
 // build, for better-sqlite3) are this repository's own, linked in.
 describe('the package, installed in a fresh project', () => {
@@ -32,7 +32,7 @@ describe('the package, installed in a fresh project', () => {
     // After the install, which removes what its package.json does not name; one link per
     // package, never a folder of ours that npm could empty.
     mkdirSync(join(project, 'node_modules', '@types'));
-    for (const dependency of ['better-sqlite3', 'rxjs', '@types/better-sqlite3', '@types/node']) {
+    for (const dependency of ['better-sqlite3', 'rxjs', 'pg', '@types/better-sqlite3', '@types/node', '@types/pg']) {
       symlinkSync(join(root, 'node_modules', dependency), join(project, 'node_modules', dependency));
     }
   }, 120_000);
@@ -41,6 +41,17 @@ describe('the package, installed in a fresh project', () => {
   const electOnce = (api: string) => `
     const db = new Database(':memory:');
     observeLeadership(db, { holder: 'packaged' }).pipe(take(1)).subscribe((event) => console.log(${api}, event.type, event.holder));`;
+
+  /** What a strict TypeScript consumer's compiler says of `file` ('' when it compiles). */
+  const compile = (file: string) => {
+    const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    const options = ['--noEmit', '--strict', '--module', 'node16', '--moduleResolution', 'node16', '--target', 'es2022', '--esModuleInterop', file];
+    try {
+      return execFileSync(process.execPath, [tsc, ...options], { cwd: project, encoding: 'utf8' });
+    } catch (error) {
+      return (error as { stdout: string }).stdout; // the compiler's messages
+    }
+  };
 
   it('ships only dist, README, LICENSE and package.json', () => {
     expect(files.filter((file) => !file.startsWith('dist/'))).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json']));
@@ -85,16 +96,41 @@ describe('the package, installed in a fresh project', () => {
        // @ts-expect-error: not an option
        observeLeadership(db, { renewEvry: 1 });`,
     );
-    const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-    const options = ['--noEmit', '--strict', '--module', 'node16', '--moduleResolution', 'node16', '--target', 'es2022', '--esModuleInterop', 'index.ts'];
-    const compile = () => {
-      try {
-        return execFileSync(process.execPath, [tsc, ...options], { cwd: project, encoding: 'utf8' });
-      } catch (error) {
-        return (error as { stdout: string }).stdout; // the compiler's messages
-      }
-    };
-    expect(compile()).toBe('');
+    expect(compile('index.ts')).toBe('');
+  });
+
+  it('gives PostgreSQL users their store from observe-leadership/postgres', () => {
+    const schema = `package_${process.pid}`;
+    writeFileSync(
+      join(project, 'postgres.cjs'),
+      `const { Pool } = require('pg');
+       const { take } = require('rxjs');
+       const { observeLeadership } = require('observe-leadership');
+       const { postgresLeaseStore } = require('observe-leadership/postgres');
+       const pool = new Pool({ connectionString: process.env.OBSERVE_LEADERSHIP_TEST_DATABASE_URL });
+       const store = postgresLeaseStore(pool, { schema: '${schema}' });
+       observeLeadership(store, { holder: 'packaged' }).pipe(take(1)).subscribe(async (event) => {
+         console.log(event.type, event.holder);
+         await store.settled();
+         await pool.query('DROP SCHEMA "${schema}" CASCADE');
+         await pool.end();
+       });`,
+    );
+    expect(execFileSync(process.execPath, ['postgres.cjs'], { cwd: project, encoding: 'utf8' })).toBe('elected packaged\n');
+    writeFileSync(
+      join(project, 'postgres.ts'),
+      `import { Pool } from 'pg';
+       import { fenced, observeLeadership, whileLeader } from 'observe-leadership';
+       import { postgresLeaseStore, PostgresLeaseStoreConfig } from 'observe-leadership/postgres';
+       const config: PostgresLeaseStoreConfig = { schema: 'jobs', queryTimeout: 2_000 };
+       const store = postgresLeaseStore(new Pool(), config);
+       observeLeadership(store).pipe(
+         whileLeader((lease) => fenced(store, lease, async (client) => (await client.query('SELECT 1')).rowCount)),
+       ).subscribe((count: number | null) => count);
+       // @ts-expect-error: not an option
+       postgresLeaseStore(new Pool(), { tabel: 'x' });`,
+    );
+    expect(compile('postgres.ts')).toBe('');
   });
 
   it('installs its command', () => {

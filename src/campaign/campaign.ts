@@ -81,8 +81,6 @@ export class Campaign {
     private readonly timing: CampaignTiming,
     private readonly observer: CampaignObserver,
     private readonly scheduler: SchedulerLike,
-    /** Told of what fails once nobody is subscribed any more: the release at the end, mostly. */
-    private readonly onLateError: (error: unknown) => void = () => undefined,
   ) {}
 
   /** Tries to acquire at once, then goes on by itself until stopped. */
@@ -114,8 +112,9 @@ export class Campaign {
         return undefined;
       },
       () => undefined,
-      // Nobody is left to tell but whoever awaits the store; the lease expires by itself.
-      this.onLateError,
+      // Nobody is left to tell here (stores that answer later keep it for whoever awaits
+      // them); the lease expires by itself.
+      () => undefined,
     );
   };
 
@@ -309,7 +308,8 @@ export class Campaign {
       try {
         handle();
       } catch (error) {
-        this.onLateError(error); // never an unhandled rejection
+        // Unexpected: it ends the stream (whose teardown releases), never as an unhandled rejection.
+        if (!this.stopped) this.observer.error(error);
       }
       if (this.inFlight === flight) this.inFlight = undefined;
       const next = this.afterFlight;

@@ -4,6 +4,7 @@ import { LeadershipError } from '../../leadership-error';
 import { Lease } from '../../leadership-event';
 import { checkLease } from '../lease-check';
 import { AcquireOptions, AcquireResult, ChangeOrigin, LeaseRecord, LeaseStore } from '../lease-store';
+import { ChangeListeners } from '../change-listeners';
 import { toLeadershipError } from './postgres-error';
 import { installPostgresSchema, PostgresLeaseTable, qualifiedNames } from './postgres-schema';
 
@@ -130,7 +131,7 @@ export class PostgresLeaseStore implements LeaseStore {
   /** Who is announced on the release channel: this table, and no other that shares the server. */
   private readonly channelPayload: string;
   private schemaReady: Promise<void> | undefined;
-  private readonly listeners = new Set<(origin: ChangeOrigin) => void>();
+  private readonly listeners = new ChangeListeners(() => this.startListening(), () => this.stopListening());
   /** The connection that listens for releases, once it does. */
   private listening: PoolClient | undefined;
   private connectingListener = false;
@@ -205,12 +206,7 @@ export class PostgresLeaseStore implements LeaseStore {
   leaveStandby(): void {}
 
   watch(listener: (origin: ChangeOrigin) => void): () => void {
-    this.listeners.add(listener);
-    this.startListening();
-    return () => {
-      this.listeners.delete(listener);
-      if (this.listeners.size === 0) this.stopListening();
-    };
+    return this.listeners.add(listener);
   }
 
   isWatching(): boolean {
@@ -292,7 +288,7 @@ export class PostgresLeaseStore implements LeaseStore {
     const promise = (async () => {
       try {
         await this.ready();
-        if (this.listeners.size > 0) this.startListening();
+        if (this.listeners.any) this.startListening();
         return await run();
       } catch (error) {
         throw toLeadershipError(error);
@@ -320,9 +316,6 @@ export class PostgresLeaseStore implements LeaseStore {
     return (await this.pool.query<R>(this.config(text, values))).rows;
   }
 
-  private notify(origin: ChangeOrigin): void {
-    for (const listener of [...this.listeners]) listener(origin);
-  }
 
   /** Listens for releases on a connection of its own; tried again at the next operation if it fails or goes. */
   private startListening(): void {
@@ -340,7 +333,7 @@ export class PostgresLeaseStore implements LeaseStore {
       };
       client.on('error', drop);
       client.on('notification', ({ channel, payload }) => {
-        if (channel === releaseChannel && payload === this.channelPayload) this.notify('anywhere');
+        if (channel === releaseChannel && payload === this.channelPayload) this.listeners.notify('anywhere');
       });
       try {
         await client.query(`LISTEN ${releaseChannel}`);
@@ -348,7 +341,7 @@ export class PostgresLeaseStore implements LeaseStore {
         drop(error as Error);
         return;
       }
-      if (this.listeners.size === 0) return drop();
+      if (!this.listeners.any) return drop();
       this.listening = client;
     };
     listen()

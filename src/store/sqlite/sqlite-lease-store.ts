@@ -4,6 +4,7 @@ import { LeadershipError } from '../../leadership-error';
 import { Lease } from '../../leadership-event';
 import { checkLease } from '../lease-check';
 import { AcquireOptions, AcquireResult, ChangeOrigin, LeaseRecord, LeaseStore } from '../lease-store';
+import { ChangeListeners } from '../change-listeners';
 import { toLeadershipError } from './sqlite-error';
 import { installSqliteSchema } from './sqlite-schema';
 
@@ -96,7 +97,7 @@ export class SqliteLeaseStore implements LeaseStore {
   private readOnly: Statement<[number], LeaseRecord> | undefined;
   /** The file this connection opened, as the file system knew it then. */
   private file: { dev: number; ino: number } | undefined;
-  private readonly listeners = new Set<(origin: ChangeOrigin) => void>();
+  private readonly listeners = new ChangeListeners(() => this.startWatching(), () => this.stopWatching());
   private watcher: FSWatcher | undefined;
 
   constructor(private readonly db: Database) {}
@@ -125,7 +126,7 @@ export class SqliteLeaseStore implements LeaseStore {
   release(lease: Lease): boolean {
     const released = this.guard((statements) => statements.release.run(lease).changes === 1);
     if (released) {
-      this.notify('here'); // candidates on this connection
+      this.listeners.notify('here'); // candidates on this connection
       this.signalChange(); // everybody else
     }
     return released;
@@ -149,12 +150,7 @@ export class SqliteLeaseStore implements LeaseStore {
   }
 
   watch(listener: (origin: ChangeOrigin) => void): () => void {
-    this.listeners.add(listener);
-    this.startWatching();
-    return () => {
-      this.listeners.delete(listener);
-      if (this.listeners.size === 0) this.stopWatching();
-    };
+    return this.listeners.add(listener);
   }
 
   isWatching(): boolean {
@@ -224,7 +220,7 @@ export class SqliteLeaseStore implements LeaseStore {
   private beforeOperation(): void {
     if (this.file === undefined && !this.db.memory) this.file = fileIdentity(this.db.name);
     this.checkFile();
-    if (this.listeners.size > 0 && this.watcher === undefined) this.startWatching();
+    if (this.listeners.any && this.watcher === undefined) this.startWatching();
   }
 
   /**
@@ -266,9 +262,6 @@ export class SqliteLeaseStore implements LeaseStore {
     }
   }
 
-  private notify(origin: ChangeOrigin): void {
-    for (const listener of [...this.listeners]) listener(origin);
-  }
 
   /**
    * Releases and acquisitions are signalled through a file that standbys and observers
@@ -302,7 +295,7 @@ export class SqliteLeaseStore implements LeaseStore {
       if (file === undefined) return;
       const watcher = watch(file, { persistent: false }, (event) => {
         if (event === 'rename') this.stopWatching();
-        this.notify('anywhere');
+        this.listeners.notify('anywhere');
       });
       watcher.on('error', () => this.stopWatching());
       this.watcher = watcher;

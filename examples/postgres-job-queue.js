@@ -1,0 +1,57 @@
+// A job queue shared by workers on any number of machines, on PostgreSQL. Run it in two
+// terminals (or on two hosts) with the same database URL:
+//   npm run example:postgres -- postgres://user@host/db
+// The leader marks one job done every 200 ms, each in a fenced transaction; Ctrl-C it and
+// the other takes the queue over where it was, with a greater term.
+'use strict';
+const { Pool } = require('pg');
+const { concatMap, interval } = require('rxjs');
+const { fenced, observeLeadership, whileLeader } = require('observe-leadership');
+const { postgresLeaseStore } = require('observe-leadership/postgres');
+
+const url = process.argv[2] ?? process.env.DATABASE_URL;
+const schema = process.argv[3] ?? 'example';
+const pool = new Pool({ connectionString: url, connectionTimeoutMillis: 5_000, idleTimeoutMillis: 0 });
+const store = postgresLeaseStore(pool, { schema });
+const jobs = `"${schema}".jobs`;
+const time = () => new Date().toISOString().slice(11, 23);
+
+// Marks the next job done, in one transaction that first checks that `lease` still holds.
+const doNextJob = (lease) =>
+  fenced(store, lease, async (client) => {
+    const { rows } = await client.query(
+      `UPDATE ${jobs} SET done_by = $1, done_in_term = $2
+       WHERE id = (SELECT min(id) FROM ${jobs} WHERE done_by IS NULL) RETURNING id`,
+      [lease.holder, lease.term],
+    );
+    if (rows.length > 0) console.log(`${time()}  did job ${rows[0].id} (term ${lease.term})`);
+  }).catch((error) => console.log(`${time()}  job not done: ${error.code ?? error.message}`));
+
+async function main() {
+  await pool.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+  await pool.query(`CREATE TABLE IF NOT EXISTS ${jobs} (id int PRIMARY KEY, done_by text, done_in_term bigint)`);
+  await pool.query(`INSERT INTO ${jobs} (id) SELECT generate_series(1, 1000) ON CONFLICT DO NOTHING`);
+
+  console.log(`${time()}  campaigning (pid ${process.pid}); Ctrl-C to stop`);
+  const subscription = observeLeadership(store, { renewEvery: 1_000, expiresAfter: 3_000 })
+    .pipe(whileLeader((lease) => interval(200).pipe(concatMap(() => doNextJob(lease)))))
+    .subscribe({
+      error: (error) => {
+        console.error(`stopped: ${error.code}: ${error.message}`);
+        process.exitCode = 1;
+      },
+    });
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    process.once(signal, async () => {
+      subscription.unsubscribe(); // starts the release at once
+      await store.settled(); // and waits for it, before the pool goes
+      await pool.end();
+      console.log(`${time()}  stopped, lease released`);
+    });
+  }
+}
+
+main().catch((error) => {
+  console.error(error.message);
+  process.exitCode = 1;
+});
