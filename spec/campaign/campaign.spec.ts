@@ -196,6 +196,15 @@ describe('Campaign', () => {
       expect(seen.map(([at, event]) => [at, event.type, 'term' in event ? event.term : undefined])).toEqual([[100, 'elected', 2]]);
     });
 
+    it('renews within what is left when an answer came so late that less than renewEvery is left', () => {
+      const { seen } = campaignAnsweredLater((operation) => (operation === 'acquire' ? 70 : 5), 100);
+      // Elected at 70 with 20 left of the lease sent at 0: renews at 80, halfway, not at 100.
+      expect(seen.map(([at, event]) => [at, event.type, 'expiresAt' in event ? event.expiresAt : undefined])).toEqual([
+        [70, 'elected', 90],
+        [85, 'renewed', 170],
+      ]);
+    });
+
     it('releases once an acquisition that was in flight when it stopped lands', () => {
       const { seen, row } = campaignAnsweredLater(() => 10, 50, 5);
       expect(seen).toEqual([]);

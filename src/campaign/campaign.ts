@@ -181,9 +181,7 @@ export class Campaign {
       this.tenure = undefined;
       return this.wake(this.attempt, 0);
     }
-    if (this.emit({ type: 'elected', ...this.lease(term), expiresAt })) {
-      this.scheduleRenewal(this.timing.renewEvery);
-    }
+    if (this.emit({ type: 'elected', ...this.lease(term), expiresAt })) this.renewInTime();
   }
 
   /**
@@ -247,9 +245,7 @@ export class Campaign {
         if (this.stopped || this.tenure?.term !== term) return; // ended meanwhile
         if (!renewed) return this.lose('superseded');
         this.tenure = { term, expiresAt: sentAt + expiresAfter };
-        if (this.emit({ type: 'renewed', ...this.lease(term), expiresAt: this.tenure.expiresAt })) {
-          this.scheduleRenewal(this.timing.renewEvery);
-        }
+        if (this.emit({ type: 'renewed', ...this.lease(term), expiresAt: this.tenure.expiresAt })) this.renewInTime();
       },
       (error) => {
         if (this.stopped || this.tenure?.term !== term) return;
@@ -259,6 +255,18 @@ export class Campaign {
     // An answer still to come: the lease in force runs out meanwhile, if it comes to that.
     if (this.inFlight !== undefined && this.tenure?.term === term) this.scheduleExpiry();
   };
+
+  /**
+   * After a lease was written: renews every `renewEvery`, or halfway through what is left of
+   * the lease if an answer came so late that less than that is left (a store across the
+   * network, an acquisition that waited behind a lock). Where answers come at once, a fresh
+   * lease always has more than `renewEvery` left.
+   */
+  private renewInTime(): void {
+    const untilExpiry = (this.tenure as Tenure).expiresAt - this.now();
+    const { renewEvery } = this.timing;
+    this.scheduleRenewal(untilExpiry > renewEvery ? renewEvery : Math.floor(untilExpiry / 2));
+  }
 
   /** Renews after `interval`, unless the lease ends first: then the tenure ends at its expiry. */
   private scheduleRenewal(interval: number): void {
