@@ -13,14 +13,18 @@ export interface Lease {
 /** This candidate took the slot: a new tenure begins. */
 export interface ElectedEvent extends Lease {
   readonly type: 'elected';
-  /** Unix ms: the end of the lease just written, and of this candidate's belief that it leads. */
+  /**
+   * Unix ms, on this candidate's clock (`scheduler.now()`): the end of its belief that it
+   * leads, `expiresAfter` after the write was sent. With SQLite, also what the row stores;
+   * with PostgreSQL, never later than what the server stored by its own clock.
+   */
   readonly expiresAt: number;
 }
 
 /** The leader extended its lease; same tenure, same term. */
 export interface RenewedEvent extends Lease {
   readonly type: 'renewed';
-  /** Unix ms: the new end of the lease. */
+  /** Unix ms, on this candidate's clock: the new end of the lease (see `ElectedEvent`). */
   readonly expiresAt: number;
 }
 
