@@ -2,6 +2,7 @@ import { Subscription } from 'rxjs';
 import { fenced, LeadershipError, LeadershipEvent, Lease, LeaseStore, observeLeadership } from '../../src';
 import { postgresLeaseStore } from '../../src/postgres';
 import { sqliteLeaseStore } from '../../src/store/sqlite/sqlite-lease-store';
+import { eventually } from '../../chaos/eventually';
 import { testSchema } from '../support/postgres-database';
 import { temporaryDatabase } from '../support/temporary-database';
 
@@ -132,9 +133,9 @@ describe.each(stores)('%s lease store', (_, open) => {
       let told = 0;
       const unwatch = store.watch(() => told++);
       try {
-        await waitFor(() => store.isWatching());
+        await eventually('the watch', () => store.isWatching());
         await store.release({ slot: 0, holder: 'a', term: lease.term });
-        await waitFor(() => told > 0);
+        await eventually('news of the release', () => told > 0);
       } finally {
         unwatch();
       }
@@ -181,9 +182,9 @@ describe.each(stores)('%s lease store', (_, open) => {
 
     it('elects one candidate at once, renews every renewEvery, and keeps the others following', async () => {
       const a = candidate('a');
-      await waitFor(() => a.types().includes('elected'));
+      await eventually('a elected', () => a.types().includes('elected'));
       const [b, c] = [candidate('b'), candidate('c')];
-      await waitFor(() => a.types().filter((type) => type === 'renewed').length >= 3);
+      await eventually('three renewals of a', () => a.types().filter((type) => type === 'renewed').length >= 3);
       expect(b.events).toEqual([]);
       expect(c.events).toEqual([]);
     });
@@ -191,12 +192,12 @@ describe.each(stores)('%s lease store', (_, open) => {
     it('hands over at once when the leader unsubscribes, to a candidate with a greater term', async () => {
       const expiresAfter = 20_000;
       const a = candidate('a', store, expiresAfter);
-      await waitFor(() => a.types().includes('elected'));
+      await eventually('a elected', () => a.types().includes('elected'));
       const b = candidate('b', store, expiresAfter);
       await until(150);
       a.subscription.unsubscribe();
       const releasedAt = Date.now();
-      await waitFor(() => b.types().includes('elected'), expiresAfter / 2);
+      await eventually('b elected', () => b.types().includes('elected'), expiresAfter / 2);
       const [elected] = b.events;
       // Long before the lease could have expired: the release freed the slot.
       expect(elected.at - releasedAt).toBeLessThan(expiresAfter / 2);
@@ -207,10 +208,10 @@ describe.each(stores)('%s lease store', (_, open) => {
       let failing = false;
       const flaky = cutOff(store, () => failing);
       const a = candidate('a', flaky);
-      await waitFor(() => a.types().includes('elected'));
+      await eventually('a elected', () => a.types().includes('elected'));
       const b = candidate('b');
       failing = true;
-      await waitFor(() => b.types().includes('elected'), 10_000);
+      await eventually('b elected', () => b.types().includes('elected'), 10_000);
       const lost = a.events.find(({ type }) => type === 'lost');
       expect(lost).toMatchObject({ reason: 'expired' });
       expect(a.types()).toContain('error');
@@ -228,7 +229,7 @@ describe.each(stores)('%s lease store', (_, open) => {
     });
 
     function firstElected(events: LeadershipEvent[]): Promise<Lease> {
-      return waitFor(() => events.some(({ type }) => type === 'elected')).then(() => events[0] as Lease);
+      return eventually('an election', () => events.some(({ type }) => type === 'elected')).then(() => events[0] as Lease);
     }
   });
 });
@@ -248,11 +249,3 @@ function cutOff(store: LeaseStore, failing: () => boolean): LeaseStore {
   };
 }
 
-/** Resolves once `condition()` holds, checking every 10 ms; fails after `timeout` ms. */
-async function waitFor(condition: () => boolean, timeout = 5_000): Promise<void> {
-  const giveUpAt = Date.now() + timeout;
-  while (!condition()) {
-    if (Date.now() > giveUpAt) throw new Error(`Condition not met within ${timeout} ms: ${condition.toString()}`);
-    await until(10);
-  }
-}

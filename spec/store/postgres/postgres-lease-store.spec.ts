@@ -1,19 +1,12 @@
 import { Pool } from 'pg';
-import { asyncScheduler, lastValueFrom, Subscription, toArray } from 'rxjs';
+import { asyncScheduler, lastValueFrom, Subscription, tap, toArray } from 'rxjs';
 import { fenced, LeadershipEvent, observeLeadership } from '../../../src';
 import { postgresLeaseStore, PostgresLeaseStore } from '../../../src/postgres';
+import { eventually } from '../../../chaos/eventually';
 import { testDatabaseUrl, testSchema, TestSchema } from '../../support/postgres-database';
 
 const until = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Resolves once `condition()` holds, checking every 10 ms; fails after `timeout` ms. */
-async function waitFor(condition: () => boolean | Promise<boolean>, timeout = 10_000): Promise<void> {
-  const giveUpAt = Date.now() + timeout;
-  while (!(await condition())) {
-    if (Date.now() > giveUpAt) throw new Error(`Condition not met within ${timeout} ms: ${condition.toString()}`);
-    await until(10);
-  }
-}
 
 describe('postgresLeaseStore', () => {
   let test: TestSchema;
@@ -97,7 +90,8 @@ describe('postgresLeaseStore', () => {
           observeLeadership(store, { ...timing, holder, scheduler: skewed(skew) as never }).subscribe((event) => events.push([holder, event.type])),
         );
       }
-      await until(1_500);
+      // Two leases' worth of renewals by whoever leads, while the others follow.
+      await eventually('ten renewals', () => events.filter(([, type]) => type === 'renewed').length >= 10);
       expect(events.filter(([, type]) => type === 'elected')).toHaveLength(1);
       expect(events.filter(([, type]) => type === 'lost' || type === 'error')).toEqual([]);
     });
@@ -107,8 +101,9 @@ describe('postgresLeaseStore', () => {
     const timing = { renewEvery: 100, expiresAfter: 800, retryEvery: 100 };
 
     it('ends the stream with DATABASE_CLOSED once the pool is ended', async () => {
-      const events = lastValueFrom(observeLeadership(store, timing).pipe(toArray()));
-      await until(200);
+      let elected = false;
+      const events = lastValueFrom(observeLeadership(store, timing).pipe(tap(({ type }) => (elected ||= type === 'elected')), toArray()));
+      await eventually('an election', () => elected);
       await pool.end();
       await expect(events).rejects.toMatchObject({ code: 'DATABASE_CLOSED' });
       test = { ...test, drop: async () => undefined };
@@ -127,23 +122,23 @@ describe('postgresLeaseStore', () => {
     it('goes on leading when the server kills its connections, each call taking another one', async () => {
       const events: LeadershipEvent[] = [];
       subscriptions.push(observeLeadership(store, timing).subscribe((event) => events.push(event)));
-      await waitFor(() => events.some(({ type }) => type === 'elected'));
+      await eventually('an election', () => events.some(({ type }) => type === 'elected'));
       const killed = await killConnections();
       expect(killed).toBeGreaterThan(0);
       const renewals = () => events.filter(({ type }) => type === 'renewed').length;
       const before = renewals();
-      await waitFor(() => renewals() >= before + 3);
+      await eventually('three more renewals', () => renewals() >= before + 3);
       expect(events.filter(({ type }) => type === 'elected' || type === 'lost')).toHaveLength(1);
     });
 
     it('listens again for releases after its listening connection was killed', async () => {
       const unwatch = store.watch(() => undefined);
       try {
-        await waitFor(() => store.isWatching());
+        await eventually('the watch', () => store.isWatching());
         await killConnections();
-        await waitFor(() => !store.isWatching());
+        await eventually('the watch to stop', () => !store.isWatching());
         await acquire('a'); // any operation tries again
-        await waitFor(() => store.isWatching());
+        await eventually('the watch', () => store.isWatching());
       } finally {
         unwatch();
       }
@@ -153,12 +148,12 @@ describe('postgresLeaseStore', () => {
       const slow = postgresLeaseStore(pool, { schema: test.schema, queryTimeout: 150 });
       const events: Array<LeadershipEvent & { at: number }> = [];
       subscriptions.push(observeLeadership(slow, timing).subscribe((event) => events.push({ ...event, at: Date.now() })));
-      await waitFor(() => events.some(({ type }) => type === 'elected'));
+      await eventually('an election', () => events.some(({ type }) => type === 'elected'));
       // Another connection holds the lease row: renewals wait for it, and time out.
       const blocker = await pool.connect();
       await blocker.query(`BEGIN; SELECT * FROM "${test.schema}".worker_leadership FOR UPDATE`);
       try {
-        await waitFor(() => events.some(({ type }) => type === 'lost'));
+        await eventually('the loss', () => events.some(({ type }) => type === 'lost'));
       } finally {
         await blocker.query('ROLLBACK');
         blocker.release();
@@ -172,7 +167,7 @@ describe('postgresLeaseStore', () => {
     it('reports a release that failed to whoever awaits settled(), and to nobody else', async () => {
       const events: LeadershipEvent[] = [];
       const subscription = observeLeadership(store, timing).subscribe((event) => events.push(event));
-      await waitFor(() => events.some(({ type }) => type === 'elected'));
+      await eventually('an election', () => events.some(({ type }) => type === 'elected'));
       await pool.query(`DROP TABLE "${test.schema}".worker_leadership`);
       subscription.unsubscribe();
       await expect(store.settled()).rejects.toMatchObject({ code: 'DATABASE_ERROR' });
