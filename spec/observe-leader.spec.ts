@@ -2,6 +2,8 @@ import Database from 'better-sqlite3';
 import { LeaderState, observeLeader, observeLeadership } from '../src';
 import { eventually } from '../chaos/eventually';
 import { seedStatements, seedTable } from '../chaos/seed-statements';
+import { postgresLeaseStore } from '../src/postgres';
+import { testSchema, TestSchema } from './support/postgres-database';
 import { virtualTime } from './support/virtual-time';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 
@@ -88,5 +90,37 @@ describe('observeLeader', () => {
       expect(seen.map((state) => state.holder)).toEqual([null, 'w', null]);
     });
   });
-});
 
+  describe('on PostgreSQL', () => {
+    let test: TestSchema;
+    beforeEach(() => (test = testSchema()));
+    afterEach(() => test.drop());
+
+    it('shows nobody before any candidate ran, creating nothing; then an election, renewals, a release and the next leader', async () => {
+      const store = postgresLeaseStore(test.pool, { schema: test.schema });
+      const seen: LeaderState[] = [];
+      const subscription = observeLeader(store, { pollEvery: 50 }).subscribe((state) => seen.push(state));
+      await eventually('a first look', () => seen.length > 0);
+      expect(seen).toEqual([nobody]);
+      const { rows } = await test.pool.query('SELECT 1 FROM information_schema.schemata WHERE schema_name = $1', [test.schema]);
+      expect(rows).toEqual([]);
+
+      const timing = { renewEvery: 100, expiresAfter: 1_000, retryEvery: 100 };
+      const a = observeLeadership(store, { ...timing, holder: 'a' }).subscribe();
+      await eventually('a seen leading, then renewing', () => seen.filter((state) => state.holder === 'a').length >= 3);
+      const b = observeLeadership(store, { ...timing, holder: 'b' }).subscribe();
+      a.unsubscribe();
+      await eventually('b seen leading', () => seen.some((state) => state.holder === 'b'));
+      b.unsubscribe();
+      await store.settled();
+      await eventually('nobody, once b released', () => seen[seen.length - 1].holder === null);
+      subscription.unsubscribe();
+
+      const holders = seen.map((state) => state.holder).filter((holder, i, all) => holder !== all[i - 1]);
+      expect(holders[0]).toBeNull();
+      expect(holders.filter((holder) => holder !== null)).toEqual(['a', 'b']);
+      const terms = seen.filter((state) => state.term !== null).map((state) => state.term as number);
+      expect(terms).toEqual([...terms].sort((x, y) => x - y));
+    });
+  });
+});

@@ -2,7 +2,8 @@ import type { Database } from 'better-sqlite3';
 import { asyncScheduler, Observable, SchedulerLike, Subscription } from 'rxjs';
 import { expectConfig, expectDatabase, expectInteger, expectScheduler, MAX_DELAY } from './argument-check';
 import { LeadershipError } from './leadership-error';
-import { LeaseRecord } from './store/lease-store';
+import { monotonicScheduler } from './campaign/monotonic-scheduler';
+import { Eventually, isPromiseLike, LeaseReader, LeaseView } from './store/lease-store';
 import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
 
 /** Options of `observeLeader`. */
@@ -21,7 +22,7 @@ export interface ObserveLeaderConfig {
   pollEvery?: number;
   /**
    * Where time is read (`scheduler.now()`, Unix ms) and timers are set.
-   * @default asyncScheduler
+   * @default asyncScheduler; with PostgreSQL, its timers on a monotonic clock
    */
   scheduler?: SchedulerLike;
 }
@@ -33,7 +34,10 @@ export interface LeaderState {
   readonly holder: string | null;
   /** The leader's term; `null` when nobody leads. */
   readonly term: number | null;
-  /** When the leader's lease ends unless it renews (Unix ms); `null` when nobody leads. */
+  /**
+   * When the leader's lease ends unless it renews (Unix ms, as stored: on PostgreSQL, by
+   * the server's clock); `null` when nobody leads.
+   */
   readonly expiresAt: number | null;
 }
 
@@ -44,7 +48,8 @@ const knownOptions = ['slot', 'pollEvery', 'scheduler'];
  * time it changes (a new leader or term, a renewal, the lease running out, a release).
  * For followers that route work to the leader, dashboards and health checks. It only
  * reads, so it works on a read-only connection and before any candidate has run (nobody
- * leads then). Transient errors are skipped (the next read tries again); errors that
+ * leads then). `db` is a better-sqlite3 `Database`, or a store such as
+ * `postgresLeaseStore(pool)`, whose server's clock then says whether a lease still holds. Transient errors are skipped (the next read tries again); errors that
  * cannot heal end the stream with a `LeadershipError`.
  *
  * @example
@@ -58,37 +63,63 @@ const knownOptions = ['slot', 'pollEvery', 'scheduler'];
  * );
  * ```
  */
-export function observeLeader(db: Database, config: ObserveLeaderConfig = {}): Observable<LeaderState> {
-  expectDatabase('db', db);
+export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderConfig = {}): Observable<LeaderState> {
+  const reader = isLeaseReader(db) ? (db as LeaseReader) : undefined;
+  if (reader === undefined) expectDatabase('db', db);
   expectConfig(config, knownOptions);
-  const { slot = 0, pollEvery = 1_000, scheduler = asyncScheduler } = config;
+  const { slot = 0, pollEvery = 1_000, scheduler = reader?.clock === 'server' ? monotonicScheduler : asyncScheduler } = config;
   expectInteger('slot', slot, 0, Number.MAX_SAFE_INTEGER);
   expectInteger('pollEvery', pollEvery, 1, MAX_DELAY);
   expectScheduler('scheduler', scheduler);
 
   return new Observable<LeaderState>((subscriber) => {
-    const store = sqliteLeaseStore(db);
+    const store = reader ?? sqliteLeaseStore(db as Database);
     let timer: Subscription | undefined;
     let last: LeaderState | undefined;
+    /** Whether a look is in flight, and whether another was asked for meanwhile. */
+    let looking = false;
+    let lookAgain = false;
     const look = (): void => {
       timer?.unsubscribe();
-      const now = Math.floor(scheduler.now());
-      let record: LeaseRecord | undefined;
-      try {
-        record = store.read(slot);
-      } catch (error) {
-        if (!(error instanceof LeadershipError && error.transient)) return subscriber.error(error);
-        timer = scheduler.schedule(look, pollEvery);
+      if (looking) {
+        lookAgain = true;
         return;
       }
-      const state = stateAt(slot, record, now);
+      let answer: Eventually<LeaseView | undefined>;
+      try {
+        answer = store.look(slot, Math.floor(scheduler.now()));
+      } catch (error) {
+        return failed(error);
+      }
+      if (!isPromiseLike(answer)) return seen(answer);
+      looking = true;
+      answer.then(
+        (view) => settle(() => seen(view)),
+        (error: unknown) => settle(() => failed(error)),
+      );
+    };
+    const settle = (handle: () => void) => {
+      looking = false;
+      if (subscriber.closed) return;
+      if (lookAgain) {
+        lookAgain = false;
+        return look();
+      }
+      handle();
+    };
+    const seen = (view: LeaseView | undefined): void => {
+      const state = stateOf(slot, view);
       if (last === undefined || !sameState(state, last)) {
         last = state;
         subscriber.next(state);
       }
-      // A live lease ends at `expiresAt` unless renewed: look again just after, if sooner.
-      const untilExpiry = state.expiresAt === null ? pollEvery : state.expiresAt + 1 - now;
+      // A live lease ends when its time is up unless renewed: look again just after, if sooner.
+      const untilExpiry = state.expiresAt === null ? pollEvery : (view as LeaseView).expiresIn + 1;
       if (!subscriber.closed) timer = scheduler.schedule(look, Math.max(1, Math.min(pollEvery, untilExpiry)));
+    };
+    const failed = (error: unknown): void => {
+      if (!(error instanceof LeadershipError && error.transient)) return subscriber.error(error);
+      timer = scheduler.schedule(look, pollEvery);
     };
     // A change reported by the store comes from inside another operation: look right after it.
     const unwatch = store.watch(() => {
@@ -103,14 +134,17 @@ export function observeLeader(db: Database, config: ObserveLeaderConfig = {}): O
   });
 }
 
-function stateAt(slot: number, record: LeaseRecord | undefined, now: number): LeaderState {
-  const live = record !== undefined && typeof record.expiresAt === 'number' && record.expiresAt >= now;
-  return live
-    ? { slot, holder: record.holder, term: record.term, expiresAt: record.expiresAt }
+function isLeaseReader(value: unknown): boolean {
+  const reader = value as Record<string, unknown> | null;
+  return typeof reader === 'object' && reader !== null && typeof reader.look === 'function' && typeof reader.watch === 'function';
+}
+
+function stateOf(slot: number, view: LeaseView | undefined): LeaderState {
+  return view !== undefined && view.expiresIn >= 0
+    ? { slot, holder: view.lease.holder, term: view.lease.term, expiresAt: view.lease.expiresAt }
     : { slot, holder: null, term: null, expiresAt: null };
 }
 
 function sameState(a: LeaderState, b: LeaderState): boolean {
   return a.holder === b.holder && a.term === b.term && a.expiresAt === b.expiresAt;
 }
-

@@ -1,7 +1,7 @@
 import { SchedulerLike, Subscription } from 'rxjs';
 import { LeadershipError } from '../leadership-error';
 import { Lease, LeadershipEvent, LostReason } from '../leadership-event';
-import { AcquireResult, ChangeOrigin, Eventually, LeaseStore } from '../store/lease-store';
+import { AcquireResult, ChangeOrigin, Eventually, isPromiseLike, LeaseStore } from '../store/lease-store';
 
 /**
  * How many followers of a slot stand by: they watch for releases and take the slot within
@@ -33,10 +33,6 @@ export interface CampaignObserver {
 interface Tenure {
   readonly term: number;
   readonly expiresAt: number;
-}
-
-function isPromiseLike<T>(value: Eventually<T>): value is PromiseLike<T> {
-  return typeof (value as { then?: unknown } | null)?.then === 'function';
 }
 
 /**

@@ -14,6 +14,11 @@ export interface LeaseRecord {
  */
 export type Eventually<T> = T | PromiseLike<T>;
 
+/** Whether an `Eventually` value is still to come. */
+export function isPromiseLike<T>(value: Eventually<T>): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
+}
+
 /**
  * Where a change came from: this connection (its candidates hear of it in turn, at once), or
  * anywhere, as a file watch or a notification reports it to every process at the same moment.
@@ -31,16 +36,32 @@ export interface AcquireOptions {
   readonly waitForLock?: boolean;
 }
 
-/** What an acquire attempt found: whether it won, and the slot's lease after the attempt. */
-export interface AcquireResult {
-  readonly acquired: boolean;
+/** A slot's lease as seen at one moment, with the time it had left then. */
+export interface LeaseView {
   readonly lease: LeaseRecord;
   /**
-   * Ms from the attempt to the lease's expiry, by the store's clock (negative when it has
-   * expired). Followers aim their next attempt with it, never by comparing their own clock
-   * with `lease.expiresAt`, which another machine's clock may have written.
+   * Ms from that moment to the lease's expiry, by the store's clock (negative when it has
+   * expired). Followers and observers time themselves with it, never by comparing their
+   * own clock with `lease.expiresAt`, which another machine's clock may have written.
    */
   readonly expiresIn: number;
+}
+
+/** What an acquire attempt found: whether it won, and the slot's lease after the attempt. */
+export interface AcquireResult extends LeaseView {
+  readonly acquired: boolean;
+}
+
+/**
+ * What an observer needs of a store: a look at a slot that never writes (it works on a
+ * read-only connection, and before anything was created: then nobody leads), and word of
+ * changes.
+ */
+export interface LeaseReader {
+  readonly clock: 'candidate' | 'server';
+  /** The slot's lease, expired or not, or `undefined` when there is none. `now` is the caller's clock. */
+  look(slot: number, now: number): Eventually<LeaseView | undefined>;
+  watch(listener: (origin: ChangeOrigin) => void): () => void;
 }
 
 /**

@@ -3,7 +3,7 @@ import { expectConfig, expectInteger, expectObject, expectString, MAX_DELAY } fr
 import { LeadershipError } from '../../leadership-error';
 import { Lease } from '../../leadership-event';
 import { checkLease } from '../lease-check';
-import { AcquireOptions, AcquireResult, ChangeOrigin, LeaseRecord, LeaseStore } from '../lease-store';
+import { AcquireOptions, AcquireResult, ChangeOrigin, LeaseReader, LeaseRecord, LeaseStore, LeaseView } from '../lease-store';
 import { ChangeListeners } from '../change-listeners';
 import { toLeadershipError } from './postgres-error';
 import { installPostgresSchema, PostgresLeaseTable, qualifiedNames } from './postgres-schema';
@@ -70,6 +70,14 @@ function toRecord(row: Row): LeaseRecord {
   return { holder: row.holder, term: Number(row.term), expiresAt: Number(row.expires_at) };
 }
 
+/** The row with the time it had left by the server's clock, read in the same statement. */
+function toView(row: Row): LeaseView {
+  return { lease: toRecord(row), expiresIn: Number(row.expires_at) - Number(row.now) };
+}
+
+/** undefined_table, invalid_schema_name: nothing was created yet, so nobody leads. */
+const nothingYet = new Set(['42P01', '3F000']);
+
 const stores = new WeakMap<Pool, Map<string, PostgresLeaseStore>>();
 
 /**
@@ -125,7 +133,7 @@ export function postgresLeaseStore(pool: Pool, config: PostgresLeaseStoreConfig 
 }
 
 /** See {@link postgresLeaseStore}. */
-export class PostgresLeaseStore implements LeaseStore {
+export class PostgresLeaseStore implements LeaseStore, LeaseReader {
   readonly clock = 'server';
   private readonly statements: ReturnType<typeof statementsFor>;
   /** Who is announced on the release channel: this table, and no other that shares the server. */
@@ -158,11 +166,7 @@ export class PostgresLeaseStore implements LeaseStore {
    */
   acquire(slot: number, holder: string, _now: number, expiresAfter: number, { waitForLock = true }: AcquireOptions = {}): Promise<AcquireResult> {
     return this.operation(async () => {
-      const answer = (acquired: boolean, row: Row): AcquireResult => ({
-        acquired,
-        lease: toRecord(row),
-        expiresIn: Number(row.expires_at) - Number(row.now),
-      });
+      const answer = (acquired: boolean, row: Row): AcquireResult => ({ acquired, ...toView(row) });
       // Otherwise reading first keeps followers off the row's lock while a live lease stands.
       if (waitForLock) {
         const [seen] = await this.query<Row>(this.statements.read, [slot]);
@@ -213,12 +217,22 @@ export class PostgresLeaseStore implements LeaseStore {
     return this.listening !== undefined;
   }
 
-  /** The slot's current row, expired or not, or `undefined` when there is none. */
-  read(slot: number): Promise<LeaseRecord | undefined> {
-    return this.operation(async () => {
-      const [row] = await this.query<Row>(this.statements.read, [slot]);
-      return row && toRecord(row);
-    });
+  /**
+   * The slot's current row, expired or not, with the time it had left by the server's
+   * clock, or `undefined` when there is none. Never writes, so it creates nothing: before
+   * any candidate made the table, nobody leads.
+   */
+  look(slot: number): Promise<LeaseView | undefined> {
+    if (this.listeners.any) this.startListening();
+    return (async () => {
+      try {
+        const [row] = await this.query<Row>(this.statements.read, [slot]);
+        return row && toView(row);
+      } catch (error) {
+        if (nothingYet.has((error as { code?: string }).code ?? '')) return undefined;
+        throw toLeadershipError(error);
+      }
+    })();
   }
 
   /**

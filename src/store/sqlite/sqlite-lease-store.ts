@@ -3,7 +3,7 @@ import { FSWatcher, statSync, utimesSync, watch } from 'node:fs';
 import { LeadershipError } from '../../leadership-error';
 import { Lease } from '../../leadership-event';
 import { checkLease } from '../lease-check';
-import { AcquireOptions, AcquireResult, ChangeOrigin, LeaseRecord, LeaseStore } from '../lease-store';
+import { AcquireOptions, AcquireResult, ChangeOrigin, LeaseReader, LeaseRecord, LeaseStore, LeaseView } from '../lease-store';
 import { ChangeListeners } from '../change-listeners';
 import { toLeadershipError } from './sqlite-error';
 import { installSqliteSchema } from './sqlite-schema';
@@ -71,6 +71,11 @@ function fileIdentity(path: string): { dev: number; ino: number } | undefined {
   }
 }
 
+/** The lease with its time left at `now`; an expiry that is not a number has none left. */
+function viewAt(lease: LeaseRecord, now: number): LeaseView {
+  return { lease, expiresIn: typeof lease.expiresAt === 'number' ? lease.expiresAt - now : -1 };
+}
+
 /** Whether a lease still stands at `now`: `expires_at < now` ends it, as in the original worker. */
 function isLive({ expiresAt }: LeaseRecord, now: number): boolean {
   return typeof expiresAt === 'number' && expiresAt >= now;
@@ -90,7 +95,7 @@ export function sqliteLeaseStore(db: Database): SqliteLeaseStore {
  * Nothing touches the database before the first operation, which creates what is missing
  * of the schema and prepares the statements.
  */
-export class SqliteLeaseStore implements LeaseStore {
+export class SqliteLeaseStore implements LeaseStore, LeaseReader {
   /** Every candidate of a SQLite file shares the host's clock: what is stored is timed by theirs. */
   readonly clock = 'candidate';
   private statements: Statements | undefined;
@@ -104,11 +109,7 @@ export class SqliteLeaseStore implements LeaseStore {
 
   acquire(slot: number, holder: string, now: number, expiresAfter: number, { waitForLock = true }: AcquireOptions = {}): AcquireResult {
     return this.guard((statements) => {
-      const answer = (acquired: boolean, lease: LeaseRecord): AcquireResult => ({
-        acquired,
-        lease,
-        expiresIn: typeof lease.expiresAt === 'number' ? lease.expiresAt - now : -1,
-      });
+      const answer = (acquired: boolean, lease: LeaseRecord): AcquireResult => ({ acquired, ...viewAt(lease, now) });
       // Reading first keeps followers off the write lock while a live lease stands.
       const seen = statements.read.get(slot);
       if (seen !== undefined && seen.holder !== holder && isLive(seen, now)) return answer(false, seen);
@@ -168,6 +169,12 @@ export class SqliteLeaseStore implements LeaseStore {
     } catch (error) {
       throw toLeadershipError(error, this.db);
     }
+  }
+
+  /** `read`, with the time left at `now`: what observers look at. */
+  look(slot: number, now: number): LeaseView | undefined {
+    const lease = this.read(slot);
+    return lease && viewAt(lease, now);
   }
 
   /**
