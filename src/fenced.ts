@@ -1,6 +1,6 @@
 import type { Database } from 'better-sqlite3';
 import { asyncScheduler, SchedulerLike } from 'rxjs';
-import { argumentError, expectDatabase, expectInteger, expectObject, expectString, isLeaseStore } from './argument-check';
+import { argumentError, expectDatabase, expectInteger, expectObject, expectString } from './argument-check';
 import { MAX_HOLDER_LENGTH } from './leadership-config';
 import { Lease } from './leadership-event';
 import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
@@ -47,7 +47,8 @@ export function fenced<T>(
   work: (client?: unknown) => T,
   scheduler: SchedulerLike = asyncScheduler,
 ): T | Promise<T> {
-  const store = isLeaseStore(db) ? (db as FencingStore<unknown>) : undefined;
+  // A better-sqlite3 Database has no `fenced`: whatever has one is a store that fences itself.
+  const store = typeof (db as Partial<FencingStore<unknown>>).fenced === 'function' ? (db as FencingStore<unknown>) : undefined;
   if (store === undefined) expectDatabase('db', db);
   expectObject('lease', lease);
   expectInteger('lease.slot', lease.slot, 0, Number.MAX_SAFE_INTEGER);

@@ -41,8 +41,9 @@ import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
  * ```
  */
 export function observeLeadership(db: Database | LeaseStore, config?: LeadershipConfig): Observable<LeadershipEvent> {
-  if (!isLeaseStore(db)) expectDatabase('db', db);
-  const store = isLeaseStore(db) ? (db as LeaseStore) : sqliteLeaseStore(db as Database);
+  const given = isLeaseStore(db) ? (db as LeaseStore) : undefined;
+  if (given === undefined) expectDatabase('db', db);
+  const store = given ?? sqliteLeaseStore(db as Database);
   const { slot, holder: fixedHolder, scheduler = defaultScheduler(store), ...timing } = resolveLeadershipConfig(config);
 
   return new Observable<LeadershipEvent>((subscriber) => {

@@ -1,5 +1,5 @@
 import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
-import { expectConfig, expectInteger, expectObject, expectString, MAX_DELAY } from '../../argument-check';
+import { argumentError, expectConfig, expectInteger, expectObject, expectString, MAX_DELAY } from '../../argument-check';
 import { LeadershipError } from '../../leadership-error';
 import { Lease } from '../../leadership-event';
 import { checkLease } from '../lease-check';
@@ -116,7 +116,7 @@ const stores = new WeakMap<Pool, Map<string, PostgresLeaseStore>>();
 export function postgresLeaseStore(pool: Pool, config: PostgresLeaseStoreConfig = {}): PostgresLeaseStore {
   const pg = expectObject('pool', pool, 'a pg Pool') as Record<string, unknown>;
   if (typeof pg.query !== 'function' || typeof pg.connect !== 'function' || typeof pg.on !== 'function') {
-    throw new TypeError(`Expected \`pool\` to be a pg Pool, got ${pool === null ? 'null' : typeof pool}`);
+    throw argumentError(TypeError, 'pool', 'a pg Pool', pool);
   }
   expectConfig(config, ['schema', 'table', 'queryTimeout']);
   const { schema = 'public', table = 'worker_leadership', queryTimeout = 5_000 } = config;
