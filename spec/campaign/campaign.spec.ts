@@ -205,6 +205,14 @@ describe('Campaign', () => {
       ]);
     });
 
+    it('tries again at once when a release is announced while its own poll is in flight', () => {
+      sqliteLeaseStore(db).acquire(0, 'x', 0, 1_000);
+      // b polls every 50 (no watch), each call answered 10 later: sent at 0, then at 60. x releases
+      // at 65, while the poll sent at 60 (which found x leading) is in flight.
+      const { seen } = campaignAnsweredLater(() => 10, 100, 100, { 65: () => (releaseX(), notify?.('anywhere')) });
+      expect(seen.map(([at, event]) => [at, event.type])).toEqual([[80, 'elected']]); // sent at 70, not at the poll of 120
+    });
+
     it('releases once an acquisition that was in flight when it stopped lands', () => {
       const { seen, row } = campaignAnsweredLater(() => 10, 50, 5);
       expect(seen).toEqual([]);

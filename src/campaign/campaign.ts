@@ -65,6 +65,8 @@ export class Campaign {
   private standby: 'held' | 'full' | 'unknown' = 'unknown';
   /** Whether a follower's attempt is already due at once, so that bursts of changes make one. */
   private attemptDue = false;
+  /** Whether a change was reported while this follower's own call was in flight. */
+  private changedInFlight = false;
   /** The operation in flight, until its answer has been handled. */
   private inFlight: object | undefined;
   /** What runs once the operation in flight settles, instead of at its own time. */
@@ -121,7 +123,9 @@ export class Campaign {
    * all of them read: the first to find the slot free takes it, the others step aside.
    */
   private readonly onChange = (origin: ChangeOrigin): void => {
-    if (this.tenure !== undefined || this.stopped || this.attemptDue || this.inFlight) return;
+    if (this.tenure !== undefined || this.stopped || this.attemptDue) return;
+    // The answer on its way may predate the change: it will be followed by another attempt.
+    if (this.inFlight) return void (this.changedInFlight = true);
     if (origin === 'anywhere') return this.attemptInCrowd();
     this.attemptDue = true;
     this.wake(this.attempt, 0);
@@ -142,6 +146,7 @@ export class Campaign {
     // This attempt replaces whatever was due: a poll must not follow it once it is answered.
     this.timer?.unsubscribe();
     this.afterFlight = undefined;
+    this.changedInFlight = false;
     const sentAt = this.now();
     const { expiresAfter } = this.timing;
     this.perform(
@@ -167,6 +172,7 @@ export class Campaign {
     if (this.stopped) return;
     if (!result.acquired) {
       this.standBy();
+      if (this.changedInFlight) return this.wake(this.attemptInCrowd, 0);
       return this.wake(this.attempt, this.untilNextAttempt(result.expiresIn));
     }
     this.listen(false); // winning gave the standby place up
