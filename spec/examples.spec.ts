@@ -1,7 +1,6 @@
 import { join } from 'node:path';
-import { Pool } from 'pg';
 import { eventually } from '../chaos/eventually';
-import { testDatabaseUrl } from './support/postgres-database';
+import { testDatabaseUrl, testSchema } from './support/postgres-database';
 import { SpawnedScript } from './support/spawned-script';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 
@@ -70,13 +69,12 @@ describe('examples', () => {
   });
 
   it('postgres-job-queue.js: only the leader does jobs; when it stops, the other takes the queue over where it was', async () => {
-    const schema = `examples_${process.pid}`;
+    const { pool, schema, drop } = testSchema({ max: 1 }); // the example creates the schema
     const run = () => {
       const example = new SpawnedScript(join(__dirname, '..', 'examples', 'postgres-job-queue.js'), [testDatabaseUrl(), schema]);
       started.push(example);
       return example;
     };
-    const pool = new Pool({ connectionString: testDatabaseUrl(), max: 1 });
     try {
       const first = run();
       await first.shows(/did job 3 \(term \d+\)/);
@@ -97,8 +95,7 @@ describe('examples', () => {
       const { rows: [last] } = await pool.query(`SELECT max(id) AS id FROM "${schema}".jobs WHERE done_by IS NOT NULL`);
       expect(last.id).toBe(terms.length);
     } finally {
-      await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await pool.end();
+      await drop();
     }
   });
 });

@@ -5,7 +5,7 @@ import type { WorkerRecord } from '../chaos/history';
 import type { WorkerOptions } from '../chaos/worker';
 import { ChildWorker } from './support/child-worker';
 import { networkNamespace, NetworkNamespace } from './support/network-namespace';
-import { testDatabaseUrl } from './support/postgres-database';
+import { testDatabaseUrl, testSchema, TestSchema } from './support/postgres-database';
 import { startTcpProxy, TcpProxy } from './support/tcp-proxy';
 
 // Candidate processes on one PostgreSQL server, as on several machines: clocks that
@@ -14,14 +14,15 @@ import { startTcpProxy, TcpProxy } from './support/tcp-proxy';
 // happened (who led, with which term, what the server held, what was written).
 describe('observeLeadership on PostgreSQL across processes', () => {
   const timing = { renewEvery: 200, expiresAfter: 1_000, retryEvery: 200 };
+  let test: TestSchema;
   let pool: Pool;
   let schema: string;
   let workers: ChildWorker[];
   let cleanups: Array<() => unknown>;
 
   beforeEach(async () => {
-    pool = new Pool({ connectionString: testDatabaseUrl(), max: 2 });
-    schema = `processes_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+    test = testSchema({ max: 2 });
+    ({ pool, schema } = test);
     await pool.query(postgresLedgerTable(schema));
     workers = [];
     cleanups = [];
@@ -30,8 +31,7 @@ describe('observeLeadership on PostgreSQL across processes', () => {
   afterEach(async () => {
     await Promise.all(workers.map((worker) => worker.stop()));
     for (const cleanup of cleanups.reverse()) await cleanup();
-    await pool.query(`DROP SCHEMA "${schema}" CASCADE`);
-    await pool.end();
+    await test.drop();
   });
 
   const start = (options: Partial<WorkerOptions> = {}, url = testDatabaseUrl(), launcher: string[] = []) => {

@@ -76,6 +76,12 @@ export function isLeaseStore(value: unknown): boolean {
   );
 }
 
+/** A store an observer can look at (`look` and `watch`); anything else must be a better-sqlite3 `Database`. */
+export function isLeaseReader(value: unknown): boolean {
+  const reader = value as Record<string, unknown> | null;
+  return typeof reader === 'object' && reader !== null && typeof reader.look === 'function' && typeof reader.watch === 'function';
+}
+
 /** A config object with only the `known` keys: a misspelt option must not be silently ignored. */
 export function expectConfig(value: unknown, known: readonly string[]): void {
   expectObject('config', value);

@@ -1,6 +1,6 @@
 import type { Database } from 'better-sqlite3';
 import { asyncScheduler, Observable, SchedulerLike, Subscription } from 'rxjs';
-import { expectConfig, expectDatabase, expectInteger, expectScheduler, MAX_DELAY } from './argument-check';
+import { expectConfig, expectDatabase, expectInteger, expectScheduler, isLeaseReader, MAX_DELAY } from './argument-check';
 import { LeadershipError } from './leadership-error';
 import { monotonicScheduler } from './campaign/monotonic-scheduler';
 import { Eventually, isPromiseLike, LeaseReader, LeaseView } from './store/lease-store';
@@ -132,11 +132,6 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
       unwatch();
     };
   });
-}
-
-function isLeaseReader(value: unknown): boolean {
-  const reader = value as Record<string, unknown> | null;
-  return typeof reader === 'object' && reader !== null && typeof reader.look === 'function' && typeof reader.watch === 'function';
 }
 
 function stateOf(slot: number, view: LeaseView | undefined): LeaderState {

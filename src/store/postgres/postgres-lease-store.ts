@@ -1,12 +1,12 @@
 import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
 import { argumentError, expectConfig, expectInteger, expectObject, expectString, MAX_DELAY } from '../../argument-check';
-import { LeadershipError } from '../../leadership-error';
 import { Lease } from '../../leadership-event';
 import { checkLease } from '../lease-check';
 import { AcquireOptions, AcquireResult, ChangeOrigin, LeaseReader, LeaseRecord, LeaseStore, LeaseView } from '../lease-store';
 import { ChangeListeners } from '../change-listeners';
 import { toLeadershipError } from './postgres-error';
 import { installPostgresSchema, PostgresLeaseTable, qualifiedNames } from './postgres-schema';
+import { inTransaction } from './postgres-transaction';
 
 /** Options of {@link postgresLeaseStore}. */
 export interface PostgresLeaseStoreConfig {
@@ -245,40 +245,22 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
    * back and lets the next leader in.
    */
   async fenced<T>(lease: Lease, work: (client: PoolClient) => Promise<T>): Promise<T> {
-    let client: PoolClient;
+    // Errors of the user's work pass through untouched; only the library's own are translated.
+    let inWork = false;
     try {
       await this.ready();
-      client = await this.pool.connect();
+      return await inTransaction(this.pool, async (client) => {
+        const [row] = (await client.query<Row>(this.config(this.statements.lockForFencing, [lease.slot]))).rows;
+        checkLease(lease, row && toRecord(row), (record) => record.expiresAt >= Number(row.now));
+        const untilExpiry = Number(row.expires_at) - Number(row.now);
+        await client.query(`SET LOCAL idle_in_transaction_session_timeout = ${Math.max(1, Math.min(untilExpiry, MAX_DELAY))}`);
+        inWork = true;
+        const result = await work(client);
+        inWork = false;
+        return result;
+      });
     } catch (error) {
-      throw toLeadershipError(error);
-    }
-    let inWork = false;
-    let broken: Error | undefined;
-    // The server may end the session while the client sits idle in the transaction (past the
-    // lease, see above): reported as an event, which would end the process unheard.
-    const onError = (error: Error) => (broken = error);
-    client.on('error', onError);
-    try {
-      await client.query('BEGIN');
-      const [row] = (await client.query<Row>(this.config(this.statements.lockForFencing, [lease.slot]))).rows;
-      const record = row && toRecord(row);
-      checkLease(lease, record, (record) => record.expiresAt >= Number(row.now));
-      const untilExpiry = Number(row.expires_at) - Number(row.now);
-      await client.query(`SET LOCAL idle_in_transaction_session_timeout = ${Math.max(1, Math.min(untilExpiry, MAX_DELAY))}`);
-      inWork = true;
-      const result = await work(client);
-      inWork = false;
-      const commit = await client.query('COMMIT');
-      if (commit.command !== 'COMMIT') {
-        throw new LeadershipError('DATABASE_ERROR', 'The fenced transaction was rolled back: a statement of `work` failed inside it');
-      }
-      return result;
-    } catch (error) {
-      if (broken === undefined) await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
       throw inWork ? error : toLeadershipError(error);
-    } finally {
-      client.removeListener('error', onError);
-      client.release(broken);
     }
   }
 

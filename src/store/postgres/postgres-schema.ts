@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import { LeadershipError } from '../../leadership-error';
+import { inTransaction } from './postgres-transaction';
 
 /** Where the leases live: a table of the user's naming, and its term sequence beside it. */
 export interface PostgresLeaseTable {
@@ -41,10 +42,7 @@ const expectedColumns: Record<string, string> = {
 export async function installPostgresSchema(pool: Pool, names: PostgresLeaseTable): Promise<void> {
   if (await describeTable(pool, names)) return;
   const { table, termSequence } = qualifiedNames(names);
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
-    await client.query('BEGIN');
+  await inTransaction(pool, async (client) => {
     await client.query(`SELECT pg_advisory_xact_lock(hashtext('observe-leadership schema'))`);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(names.schema)}`);
     await client.query(`CREATE TABLE IF NOT EXISTS ${table} (
@@ -53,13 +51,7 @@ export async function installPostgresSchema(pool: Pool, names: PostgresLeaseTabl
       expires_at bigint NOT NULL,
       term bigint NOT NULL)`);
     await client.query(`CREATE SEQUENCE IF NOT EXISTS ${termSequence}`);
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
-    throw error;
-  } finally {
-    client.release(broken);
-  }
+  });
   if (!(await describeTable(pool, names))) {
     throw new LeadershipError('SCHEMA_MISMATCH', `${table} could not be created`);
   }
