@@ -7,9 +7,10 @@ const root = join(__dirname, '..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 // The package as a user gets it: `npm pack`, installed in a fresh project, then used from
-// CommonJS, from an ES module, from TypeScript, with PostgreSQL, and through its command. Offline: the
-// package's one dependency is in npm's cache since `npm ci`; the peer dependencies (a native
-// build, for better-sqlite3) are this repository's own, linked in.
+// CommonJS, from an ES module, from TypeScript, with PostgreSQL, and through its command. The
+// package's one dependency comes from npm's cache where it can (`npm ci` put its tarball there,
+// but not always the registry's metadata that an install also reads: a fresh machine has none);
+// the peer dependencies (a native build, for better-sqlite3) are this repository's own, linked in.
 describe('the package, installed in a fresh project', () => {
   let folder: string;
   let project: string;
@@ -25,7 +26,7 @@ describe('the package, installed in a fresh project', () => {
     project = join(folder, 'consumer');
     mkdirSync(join(project, 'node_modules'), { recursive: true });
     writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
-    execFileSync(npm, ['install', join(folder, packed.filename), '--offline', '--no-audit', '--no-fund', '--legacy-peer-deps', '--no-package-lock'], {
+    execFileSync(npm, ['install', join(folder, packed.filename), '--prefer-offline', '--no-audit', '--no-fund', '--legacy-peer-deps', '--no-package-lock'], {
       cwd: project,
       stdio: 'pipe',
     });
