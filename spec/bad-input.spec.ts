@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { renameSync, unlinkSync } from 'node:fs';
-import { fenced, LeadershipEvent, observeLeadership } from '../src';
+import { fenced, LeadershipEvent, observeLeader, observeLeadership } from '../src';
+import { sqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 import { virtualTime } from './support/virtual-time';
 
@@ -137,5 +138,37 @@ describe('bad input: the database file', () => {
     });
     expect(outcome).toEqual(expect.objectContaining({ code: 'SQLITE_FULL' }));
     expect(db.prepare('SELECT count(*) FROM jobs').pluck().get()).toBe(0);
+  });
+
+  it.each([
+    ['locking_mode = EXCLUSIVE', 'EXCLUSIVE_LOCKING', 'locking_mode = exclusive'],
+    ['journal_mode = MEMORY', 'UNSAFE_JOURNAL', 'journal_mode = memory'],
+    // better-sqlite3 refuses OFF unless the connection is in its unsafe mode (SQLite's defensive mode off).
+    ['journal_mode = OFF', 'UNSAFE_JOURNAL', 'journal_mode = off', true],
+  ])('a connection in %s ends the stream with %s before it touches the file, and observers too', (_, code, pragma, unsafe = false) => {
+    const rollbackFile = temporaryDatabase('delete'); // better-sqlite3's default, from which each of these can be set
+    const db = rollbackFile.open();
+    db.unsafeMode(unsafe);
+    db.pragma(pragma);
+    expect(db.pragma(pragma.split(' ')[0], { simple: true })).toBe(pragma.split(' = ')[1]);
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      expectObservable(observeLeadership(db, { ...timing, holder: 'a', scheduler }), '^ 50ms !').toBe('#', undefined, failedWith(code));
+      expectObservable(observeLeader(db, { scheduler }), '^ 50ms !').toBe('#', undefined, failedWith(code));
+    });
+    // Nothing was created, and another connection can still take part.
+    const other = rollbackFile.open();
+    expect(other.prepare(`SELECT count(*) FROM sqlite_master WHERE name = 'worker_leadership'`).pluck().get()).toBe(0);
+    expect(sqliteLeaseStore(other).acquire(0, 'b', 1, 100).acquired).toBe(true);
+    rollbackFile.remove();
+  });
+
+  it('a database in memory is its own journal and needs no other process: it campaigns', () => {
+    const db = new Database(':memory:');
+    expect(db.pragma('journal_mode', { simple: true })).toBe('memory');
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      expectObservable(observeLeadership(db, { ...timing, holder: 'a', scheduler }), '^ 5ms !').toBe('a', { a: elected('a', 1, 30) });
+    });
   });
 });

@@ -5,15 +5,16 @@ import { ChildWorker } from './support/child-worker';
 import { eventually } from '../chaos/eventually';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 
-// Real processes on a real WAL file. Every wait is for a condition, with a generous limit;
-// what is asserted is what happened (who led, with which term, what was written), never
-// how fast.
-describe('observeLeadership across processes', () => {
+// Real processes on a real file, opened as README advises (WAL) and as a new user does
+// (better-sqlite3's defaults: the rollback journal, a 5 s busy timeout). Every wait is for a
+// condition, with a generous limit; what is asserted is what happened (who led, with which
+// term, what was written), never how fast.
+describe.each(['wal', 'delete'] as const)('observeLeadership across processes, journal_mode %s', (journal) => {
   let database: TemporaryDatabase;
   let workers: ChildWorker[];
 
   const start = (kind: 'candidate' | 'seed', options: Omit<WorkerOptions, 'file'>) => {
-    const worker = new ChildWorker(kind, { file: database.file, ...options });
+    const worker = new ChildWorker(kind, { file: database.file, journal, ...options });
     workers.push(worker);
     return worker;
   };
@@ -21,7 +22,7 @@ describe('observeLeadership across processes', () => {
   const history = () => workers.flatMap((w) => beliefSegments(w.records));
 
   beforeEach(() => {
-    database = temporaryDatabase();
+    database = temporaryDatabase(journal);
     workers = [];
   });
 
@@ -72,8 +73,8 @@ describe('observeLeadership across processes', () => {
 
   it('hands over at once when the leader unsubscribes: the follower wakes on the release, long before its timer', () =>
     explain(async () => {
-      // Timers this long leave only the release itself (and the watch of the database
-      // file that reports it) to wake the follower within the test's time.
+      // Timers this long leave only the release itself (and the watch of the signal file
+      // that reports it) to wake the follower within the test's time.
       const timing = { renewEvery: 20_000, expiresAfter: 60_000, retryEvery: 30_000 };
       const first = start('candidate', timing);
       await leaderAmong([first]);
@@ -154,16 +155,17 @@ describe('observeLeadership across processes', () => {
 });
 
 /**
- * Stops `worker` with SIGSTOP at a moment when it holds no write lock: a process paused
- * inside a write transaction stops every writer until it resumes (SQLite's nature), which
- * is not what this test is about. Checks with a probe connection and tries again if needed.
+ * Stops `worker` with SIGSTOP at a moment when it holds no lock: a process paused inside a
+ * write transaction (or, outside WAL mode, inside a read) stops every writer until it
+ * resumes (SQLite's nature), which is not what this test is about. Checks with a probe
+ * connection that takes the exclusive lock, and tries again if needed.
  */
 async function pauseOutsideWriteLock(worker: ChildWorker, probe: Database.Database): Promise<void> {
   for (;;) {
     worker.signal('SIGSTOP');
     await eventually('the process to stop', () => worker.stopped);
     try {
-      probe.exec('BEGIN IMMEDIATE');
+      probe.exec('BEGIN EXCLUSIVE');
       probe.exec('ROLLBACK');
       return;
     } catch {

@@ -20,6 +20,10 @@
  * - `SCHEMA_MISMATCH`: a `worker_leadership` (or `worker_leadership_term`,
  *   `worker_leadership_standby`) table exists with another shape; on PostgreSQL, the
  *   named lease table or its term sequence. Terminal.
+ * - `EXCLUSIVE_LOCKING`: the SQLite connection is in `locking_mode = EXCLUSIVE`, which would
+ *   lock every other process out of the file for good. Terminal.
+ * - `UNSAFE_JOURNAL`: the SQLite connection's `journal_mode` is `MEMORY` or `OFF`, with which a
+ *   process killed while it commits can leave the file damaged. Terminal.
  * - `HOLDER_IN_USE`: another live subscription of this process already campaigns
  *   with the same database, slot and holder. Terminal.
  */
@@ -33,6 +37,8 @@ export type LeadershipErrorCode =
   | 'DATABASE_CORRUPT'
   | 'DATABASE_MOVED'
   | 'SCHEMA_MISMATCH'
+  | 'EXCLUSIVE_LOCKING'
+  | 'UNSAFE_JOURNAL'
   | 'HOLDER_IN_USE';
 
 const transientCodes: ReadonlySet<LeadershipErrorCode> = new Set(['DATABASE_BUSY', 'DATABASE_ERROR']);

@@ -1,5 +1,6 @@
 import type { Database, Statement, Transaction } from 'better-sqlite3';
-import { FSWatcher, statSync, utimesSync, watch } from 'node:fs';
+import { FSWatcher, statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { LeadershipError } from '../../leadership-error';
 import { Lease } from '../../leadership-event';
 import { checkLease } from '../lease-check';
@@ -7,6 +8,7 @@ import { AcquireOptions, AcquireResult, ChangeOrigin, LeaseReader, LeaseRecord, 
 import { ChangeListeners } from '../change-listeners';
 import { toLeadershipError } from './sqlite-error';
 import { installSqliteSchema } from './sqlite-schema';
+import { SignalFile } from './signal-file';
 
 /*
  * A tenure is still ours while the row keeps our holder and the companion table keeps our
@@ -104,8 +106,14 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
   private file: { dev: number; ino: number } | undefined;
   private readonly listeners = new ChangeListeners(() => this.startWatching(), () => this.stopWatching());
   private watcher: FSWatcher | undefined;
+  /** The connection's settings that `checkConnection` asks for, prepared once. */
+  private settings: { lockingMode: Statement<[], string>; journalMode: Statement<[], string> } | undefined;
+  /** Where releases and elections are signalled to other processes; none for a database in memory. */
+  private readonly signalFile: SignalFile | undefined;
 
-  constructor(private readonly db: Database) {}
+  constructor(private readonly db: Database) {
+    this.signalFile = db.memory ? undefined : new SignalFile(resolve(db.name));
+  }
 
   acquire(slot: number, holder: string, now: number, expiresAfter: number, { waitForLock = true }: AcquireOptions = {}): AcquireResult {
     return this.guard((statements) => {
@@ -115,7 +123,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
       if (seen !== undefined && seen.holder !== holder && isLive(seen, now)) return answer(false, seen);
       const take = () => statements.acquire.immediate({ slot, holder, now, expiresAt: now + expiresAfter });
       const { acquired, lease } = waitForLock ? take() : this.withoutBusyWait(take);
-      if (acquired) this.signalChange(); // for observers; standbys find it taken
+      if (acquired) this.signalFile?.signal(); // for observers; standbys find it taken
       return answer(acquired, lease);
     });
   }
@@ -128,7 +136,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
     const released = this.guard((statements) => statements.release.run(lease).changes === 1);
     if (released) {
       this.listeners.notify('here'); // candidates on this connection
-      this.signalChange(); // everybody else
+      this.signalFile?.signal(); // everybody else
     }
     return released;
   }
@@ -216,9 +224,8 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
 
   private guard<T>(operation: (statements: Statements) => T): T {
     try {
-      const statements = this.ready();
       this.beforeOperation();
-      return operation(statements);
+      return operation(this.ready());
     } catch (error) {
       throw toLeadershipError(error, this.db);
     }
@@ -226,6 +233,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
 
   private beforeOperation(): void {
     if (this.file === undefined && !this.db.memory) this.file = fileIdentity(this.db.name);
+    this.checkConnection();
     this.checkFile();
     if (this.listeners.any && this.watcher === undefined) this.startWatching();
   }
@@ -252,6 +260,35 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
   }
 
   /**
+   * Refuses, before it touches the file, a connection that would stop the election for every
+   * other process, or leave the file damaged when this one is killed. Both settings belong
+   * to the connection and can change at any time, so every operation asks (a microsecond).
+   * A database in memory has no other process to share it with: anything goes.
+   */
+  private checkConnection(): void {
+    if (this.db.memory) return;
+    this.settings ??= {
+      lockingMode: this.db.prepare<[], string>('PRAGMA locking_mode').pluck(),
+      journalMode: this.db.prepare<[], string>('PRAGMA journal_mode').pluck(),
+    };
+    if (this.settings.lockingMode.get() === 'exclusive') {
+      throw new LeadershipError(
+        'EXCLUSIVE_LOCKING',
+        'The connection is in locking_mode = EXCLUSIVE: once it has read the file it keeps it locked, and no ' +
+          'other process can take part in the election; use the default (NORMAL) on this connection',
+      );
+    }
+    const journalMode = this.settings.journalMode.get();
+    if (journalMode === 'memory' || journalMode === 'off') {
+      throw new LeadershipError(
+        'UNSAFE_JOURNAL',
+        `The connection's journal_mode is ${journalMode.toUpperCase()}: a process killed while it commits can leave ` +
+          'the file damaged, and the election with it; use DELETE (the default), TRUNCATE, PERSIST or WAL on this connection',
+      );
+    }
+  }
+
+  /**
    * A connection keeps using its file after the file is deleted or replaced (WAL mode does not
    * notice), while every process that opens the path from then on gets another database: two
    * elections, two leaders. So each operation first checks that the path still leads to the
@@ -271,44 +308,20 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
 
 
   /**
-   * Releases and acquisitions are signalled through a file that standbys and observers
-   * watch, and that SQLite itself leaves alone: the -shm file in WAL mode (SQLite writes it
-   * through memory, which file watches do not see), the database file otherwise. The signal
-   * sets the file's times to what they were, after the commit: whoever it wakes reads the
-   * new state. Renewals and other writes wake nobody. Best effort: a follower that misses
-   * it has its timer.
+   * Watches the signal file, creating it first if it is missing (on a read-only connection
+   * too: it is not the database, and an observer that starts first must hear of the first
+   * election); tried again at the next operation if that fails or the file goes.
    */
-  private signalFile(): string | undefined {
-    if (this.db.memory || !this.db.open) return undefined;
-    return this.db.pragma('journal_mode', { simple: true }) === 'wal' ? `${this.db.name}-shm` : this.db.name;
-  }
-
-  private signalChange(): void {
-    try {
-      const file = this.signalFile();
-      if (file === undefined) return;
-      const { atimeMs, mtimeMs } = statSync(file);
-      utimesSync(file, atimeMs / 1000, mtimeMs / 1000);
-    } catch {
-      // Not allowed to (another user's file), or gone: followers find out at their timers.
-    }
-  }
-
-  /** Watches the signal file; tried again at the next operation if it fails or the file goes. */
   private startWatching(): void {
-    if (this.watcher !== undefined) return;
-    try {
-      const file = this.signalFile();
-      if (file === undefined) return;
-      const watcher = watch(file, { persistent: false }, (event) => {
-        if (event === 'rename') this.stopWatching();
+    if (this.watcher !== undefined || this.signalFile === undefined || !this.db.open) return;
+    this.signalFile.create();
+    this.watcher = this.signalFile.watch(
+      () => this.listeners.notify('anywhere'),
+      () => {
+        this.watcher = undefined;
         this.listeners.notify('anywhere');
-      });
-      watcher.on('error', () => this.stopWatching());
-      this.watcher = watcher;
-    } catch {
-      // Followers fall back on their timers until the next operation tries again.
-    }
+      },
+    );
   }
 
   private stopWatching(): void {

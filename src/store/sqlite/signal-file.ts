@@ -1,0 +1,98 @@
+import { closeSync, constants, fchmodSync, fchownSync, FSWatcher, openSync, statSync, watch, writeSync } from 'node:fs';
+
+const oneByte = Buffer.from('\n');
+
+/**
+ * The file beside a database (`<database>-leadership`) through which releases and elections
+ * are signalled to standbys and observers in other processes.
+ *
+ * It is a file of its own because nothing but a signal may touch it. SQLite writes its own
+ * files on every commit (the database itself outside WAL mode, the WAL in WAL mode): a
+ * watch on any of them wakes followers on every renewal, on every standby's claim of its
+ * place (which wakes the others, who claim theirs: a loop) and on every commit of the
+ * application's own tables. Only the store writes this one, and only after a release or an
+ * election has committed, so whoever it wakes reads the new state.
+ *
+ * It is made as SQLite makes a journal: with the database file's permissions, and by root
+ * for the database file's owner, so that every process that may write the database may
+ * signal through it. Everything here is best effort: a follower that misses a signal has
+ * its timer.
+ */
+export class SignalFile {
+  readonly path: string;
+
+  constructor(private readonly database: string) {
+    this.path = `${database}-leadership`;
+  }
+
+  /** Creates the file if it is missing; says whether it exists now. */
+  create(): boolean {
+    try {
+      closeSync(this.open());
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Wakes every watcher, in this process and in others, creating the file if it is missing. */
+  signal(): void {
+    try {
+      const fd = this.open();
+      try {
+        writeSync(fd, oneByte, 0, 1, 0);
+      } finally {
+        closeSync(fd);
+      }
+    } catch {
+      // Not allowed to, or the folder is gone: followers find out at their timers.
+    }
+  }
+
+  /**
+   * Calls `onSignal` at each signal, and `onGone` (once, with the watch closed) if the file is
+   * deleted or renamed, or the watch fails. `undefined` when the file cannot be watched
+   * (missing, or no file watches here).
+   */
+  watch(onSignal: () => void, onGone: () => void): FSWatcher | undefined {
+    try {
+      const watcher = watch(this.path, { persistent: false }, (event) => {
+        if (event === 'rename') {
+          watcher.close();
+          return onGone();
+        }
+        onSignal();
+      });
+      watcher.on('error', () => {
+        watcher.close();
+        onGone();
+      });
+      return watcher;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private open(): number {
+    try {
+      return openSync(this.path, constants.O_WRONLY);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+    const { mode, uid, gid } = statSync(this.database);
+    try {
+      const fd = openSync(this.path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode & 0o666);
+      try {
+        fchmodSync(fd, mode & 0o666); // what the umask took away
+        if (process.getuid?.() === 0) fchownSync(fd, uid, gid);
+      } catch {
+        // A file system without owners or modes: the file works as it is for this process.
+      }
+      return fd;
+    } catch (error) {
+      // Another process made it first.
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return openSync(this.path, constants.O_WRONLY);
+      throw error;
+    }
+  }
+}
