@@ -1,12 +1,18 @@
 /**
- * npm run bench [-- --smoke] [-- --only SCENARIOS] [-- --out FOLDER]
+ * npm run bench [-- --smoke] [-- --only SCENARIOS] [-- --journal MODES] [-- --out FOLDER]
  *
  * Measures failover and cost with this library and, side by side in the same run, with a
  * baseline that does what the original worker does (its statements, polling at a fixed
- * interval). Prints one table, writes results.json and latency.svg into FOLDER (bench/ by
+ * interval). Prints the tables, writes results.json and latency.svg into FOLDER (bench/ by
  * default; a temporary folder for --smoke, the tiny run that CI makes so that this script
  * cannot rot, and for --only, which runs some of the scenarios: a comma-separated list of
  * handoff, takeover, scale, idle, statements, postgres).
+ *
+ * Every SQLite scenario runs once per journal mode of --journal (a comma-separated list of
+ * delete, truncate, persist, wal; all four by default). Processes open the file as users do:
+ * `delete`, `truncate` and `persist` with better-sqlite3's defaults otherwise (a 5 s busy
+ * timeout, synchronous FULL), `wal` as README advises (synchronous NORMAL, a 50 ms busy
+ * timeout). The baseline runs in the first mode listed only.
  *
  * `postgres` runs the handoff and takeover trials of this library on PostgreSQL (a server
  * started for the run, or the one OBSERVE_LEADERSHIP_TEST_DATABASE_URL names), to be read
@@ -22,7 +28,8 @@ import { WorkerRecord } from '../chaos/history';
 import { seedStatements, seedTable } from '../chaos/seed-statements';
 import { PostgresTarget } from '../chaos/chaos-database';
 import { PostgresServer, startPostgresServer } from '../chaos/postgres-server';
-import { openDatabase } from '../chaos/worker';
+import { JournalMode, journalModes, openDatabase } from '../chaos/worker';
+import { spawn } from 'node:child_process';
 import { sleep, stopWorkers, WorkerKind, WorkerProcess } from '../chaos/worker-process';
 import { sqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
 import { Pool } from 'pg';
@@ -49,7 +56,8 @@ export interface Comparison {
   scenario: string;
   unit: string;
   ours: Distribution;
-  baseline: Distribution;
+  /** The original worker's statements, where the scenario ran them too. */
+  baseline?: Distribution;
 }
 
 function distribution(samples: number[]): Distribution {
@@ -67,16 +75,17 @@ class Cluster {
     readonly kind: WorkerKind,
     readonly timing: Timing,
     folder: string,
+    readonly journal: JournalMode,
     readonly postgres?: PostgresTarget,
   ) {
     if (postgres) return;
     this.file = join(mkdtempSync(join(folder, `${kind}-`)), 'bench.db');
-    openDatabase(this.file, 1_000).close(); // in WAL mode before the workers start
+    openDatabase(this.file, { journal, busyTimeout: 1_000 }).close(); // in its journal mode before the workers start
   }
 
   spawn(): WorkerProcess {
     const name = `${this.kind}${this.processes.length + 1}`;
-    const options = { file: this.file, postgres: this.postgres, ...this.timing };
+    const options = { file: this.file, postgres: this.postgres, journal: this.journal, ...this.timing };
     const worker = new WorkerProcess(name, this.kind, options, () => undefined, (text) => process.stderr.write(text));
     this.processes.push(worker);
     return worker;
@@ -110,7 +119,12 @@ class Cluster {
   }
 
   errors(): number {
-    return this.processes.flatMap((w) => w.records).filter((r) => r.type === 'error').length;
+    return this.count('error');
+  }
+
+  /** How many reports of that type every process made so far. */
+  count(type: string): number {
+    return this.processes.flatMap((w) => w.records).filter((r) => r.type === type).length;
   }
 
   stop(): Promise<void> {
@@ -158,57 +172,95 @@ async function takeovers(cluster: Cluster, trials: number, random: () => number)
   return { fromKill, pastExpiry };
 }
 
-/** Idle CPU in % of one core: the leader, and followers with and without a standby place. */
-export interface IdleCost {
-  leader: number;
-  standby: number;
-  polling: number;
-  /** Every process measured: what it was, and its % of a core. */
-  processes: Array<{ role: 'leader' | 'standby' | 'polling'; percent: number }>;
+/** One process of an idle cluster: what it was, and its % of a core. */
+export interface IdleProcess {
+  role: 'leader' | 'standby' | 'polling';
+  percent: number;
 }
 
-/** Enough processes for followers of both kinds: a leader, the standby places, and one more. */
-const idleProcesses = 5;
+/** An idle run of one cluster: CPU by role, and whether the first leader led throughout. */
+export interface IdleRun {
+  processes: number;
+  /** Rows a second that an application process wrote beside it, in another table of the file (0: none). */
+  appRowsPerSecond: number;
+  /** Mean and highest % of a core, by role; NaN where no process had the role. */
+  leader: number;
+  standby: { mean: number; max: number };
+  polling: { mean: number; max: number };
+  /** Over the whole run, from start-up to the stop: elections (1 when the first leader led throughout), `lost` and `error` reports. */
+  elections: number;
+  lost: number;
+  errors: number;
+  every: IdleProcess[];
+}
 
 /**
- * CPU used by idle processes, in % of one core, over `seconds`, after `warmUp` seconds: for
- * a minute after start-up a Node.js process still compiles and collects garbage, several
- * times more than it then uses idle. Followers are averaged by kind (the original worker's
- * all poll); a kind that no process has is NaN.
+ * An idle cluster of `count` processes for `warmUp` + `seconds`: the CPU each uses over
+ * the last `seconds` (for a minute after start-up a Node.js process still compiles and
+ * collects garbage, several times more than it then uses idle), in % of one core, by role;
+ * and every election, loss and error over the whole run. With `appRowsPerSecond`, an
+ * application process writes that many rows a second into a table of its own in the same
+ * file meanwhile, one commit each.
  */
-async function idleCost(cluster: Cluster, warmUp: number, seconds: number): Promise<IdleCost> {
-  const leader = await cluster.leader();
-  const usage = async (worker: WorkerProcess) => {
-    const mark = Date.now();
-    worker.send('usage');
-    return eventually('usage', () => worker.records.find((r) => r.type === 'usage' && r.at >= mark)) as Promise<
-      WorkerRecord & { cpu: number; uptime: number; standby?: boolean }
-    >;
-  };
-  await sleep(warmUp * 1000);
-  const workers = cluster.alive();
-  const before = await Promise.all(workers.map(usage));
-  await sleep(seconds * 1000);
-  const after = await Promise.all(workers.map(usage));
-  const measured = workers.map((worker, i) => ({
-    worker,
-    standby: after[i].standby === true,
-    percent: ((after[i].cpu - before[i].cpu) / 1000 / (after[i].uptime - before[i].uptime)) * 100,
-  }));
-  const processes = measured.map(({ worker, standby, percent }) => ({
-    role: worker === leader ? ('leader' as const) : standby ? ('standby' as const) : ('polling' as const),
-    percent,
-  }));
-  const mean = (role: string) => {
-    const values = processes.filter((p) => p.role === role).map((p) => p.percent);
-    return values.reduce((a, b) => a + b, 0) / values.length;
-  };
-  return { leader: mean('leader'), standby: mean('standby'), polling: mean('polling'), processes };
+async function idleRun(cluster: Cluster, count: number, warmUp: number, seconds: number, appRowsPerSecond = 0): Promise<IdleRun> {
+  const app =
+    appRowsPerSecond > 0
+      ? spawn(process.execPath, [join(__dirname, 'app-writer.js'), JSON.stringify({ file: cluster.file, journal: cluster.journal, rowsPerSecond: appRowsPerSecond })], {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        })
+      : undefined;
+  let appReport = '';
+  app?.stdout!.on('data', (chunk) => (appReport += chunk));
+  try {
+    await cluster.start(count);
+    const leader = await cluster.leader();
+    const usage = async (worker: WorkerProcess) => {
+      const mark = Date.now();
+      worker.send('usage');
+      return eventually('usage', () => worker.records.find((r) => r.type === 'usage' && r.at >= mark)) as Promise<
+        WorkerRecord & { cpu: number; uptime: number; standby?: boolean | null }
+      >;
+    };
+    await sleep(warmUp * 1000);
+    const workers = cluster.alive();
+    const before = await Promise.all(workers.map(usage));
+    await sleep(seconds * 1000);
+    const after = await Promise.all(workers.map(usage));
+    const every = workers.map((worker, i): IdleProcess => ({
+      role: worker === leader ? 'leader' : (after[i].standby ?? before[i].standby) === true ? 'standby' : 'polling',
+      percent: ((after[i].cpu - before[i].cpu) / 1000 / (after[i].uptime - before[i].uptime)) * 100,
+    }));
+    const of = (role: IdleProcess['role']) => {
+      const values = every.filter((p) => p.role === role).map((p) => p.percent);
+      return { mean: values.reduce((a, b) => a + b, 0) / values.length, max: values.length ? Math.max(...values) : NaN };
+    };
+    const result = {
+      processes: count,
+      appRowsPerSecond,
+      leader: of('leader').mean,
+      standby: of('standby'),
+      polling: of('polling'),
+      elections: cluster.count('elected'),
+      lost: cluster.count('lost'),
+      errors: cluster.errors(),
+      every,
+    };
+    if (app) {
+      app.kill('SIGTERM');
+      await new Promise((resolve) => app.once('exit', resolve));
+      const { rows, seconds: ran } = JSON.parse(appReport) as { rows: number; seconds: number };
+      result.appRowsPerSecond = Math.round(rows / ran);
+    }
+    return result;
+  } finally {
+    app?.kill('SIGKILL');
+    await cluster.stop();
+  }
 }
 
-/** The cost of one statement group, in µs, in this process, on a WAL file; and the worst single call, in ms. */
-function statementCosts(folder: string, calls: number) {
-  const db = openDatabase(join(mkdtempSync(join(folder, 'statements-')), 'bench.db'), 50);
+/** The cost of one statement group, in µs, in this process, on a file in that journal mode; and the worst single call, in ms. */
+function statementCosts(folder: string, calls: number, journal: JournalMode) {
+  const db = openDatabase(join(mkdtempSync(join(folder, 'statements-')), 'bench.db'), { journal });
   db.exec(seedTable);
   const store = sqliteLeaseStore(db);
   const seed = seedStatements(db, 'rust', 60_000);
@@ -259,15 +311,6 @@ async function serverVersion(url: string): Promise<string> {
   }
 }
 
-async function compare(
-  scenario: string,
-  run: (kind: WorkerKind) => Promise<number[]>,
-): Promise<Comparison> {
-  const ours = distribution(await run('candidate'));
-  const baseline = distribution(await run('seed'));
-  return { scenario, unit: 'ms', ours, baseline };
-}
-
 const scenarios = ['handoff', 'takeover', 'scale', 'idle', 'statements', 'postgres'] as const;
 type Scenario = (typeof scenarios)[number];
 
@@ -276,20 +319,29 @@ function parseArguments(argv: string[]) {
     const index = argv.indexOf(flag);
     return index >= 0 ? argv[index + 1] : undefined;
   };
+  const listOf = <T extends string>(flag: string, known: readonly T[]): T[] | undefined => {
+    const names = valueOf(flag)?.split(',');
+    const unknown = names?.filter((name) => !(known as readonly string[]).includes(name));
+    if (unknown?.length) throw new Error(`Unknown ${flag} ${unknown.join(', ')}: expected some of ${known.join(', ')}`);
+    return names as T[] | undefined;
+  };
   const smoke = argv.includes('--smoke');
-  const only = valueOf('--only')?.split(',');
-  const unknown = only?.filter((name) => !(scenarios as readonly string[]).includes(name));
-  if (unknown?.length) throw new Error(`Unknown scenario ${unknown.join(', ')}: expected some of ${scenarios.join(', ')}`);
+  const only = listOf('--only', scenarios);
+  // The smoke run takes the default mode and the advised one: enough to keep both paths working.
+  const journals = listOf('--journal', journalModes) ?? (smoke ? (['delete', 'wal'] as JournalMode[]) : [...journalModes]);
   const out = valueOf('--out') ?? (smoke || only ? mkdtempSync(join(os.tmpdir(), 'bench-')) : join(__dirname, '..', '..', 'bench'));
-  return { smoke, out, runs: (scenario: Scenario) => only === undefined || only.includes(scenario) };
+  return { smoke, out, journals, runs: (scenario: Scenario) => only === undefined || only.includes(scenario) };
 }
 
+type StatementCosts = ReturnType<typeof statementCosts>;
+
 async function main(): Promise<void> {
-  const { smoke, out, runs } = parseArguments(process.argv.slice(2));
+  const { smoke, out, journals, runs } = parseArguments(process.argv.slice(2));
   const folder = mkdtempSync(join(os.tmpdir(), 'observe-leadership-bench-'));
   const size = smoke
-    ? { processes: 3, trials: 3, takeoverTrials: 2, scaleProcesses: 6, scaleTrials: 2, idleWarmUp: 1, idleSeconds: 1, calls: 200 }
-    : { processes: 4, trials: 40, takeoverTrials: 20, scaleProcesses: 64, scaleTrials: 15, idleWarmUp: 60, idleSeconds: 120, calls: 20_000 };
+    ? { processes: 3, trials: 3, takeoverTrials: 2, scaleProcesses: 6, scaleTrials: 2, idleProcesses: 4, idleScale: 6, idleWarmUp: 1, idleSeconds: 1, calls: 200 }
+    : { processes: 4, trials: 40, takeoverTrials: 20, scaleProcesses: 64, scaleTrials: 15, idleProcesses: 4, idleScale: 64, idleWarmUp: 60, idleSeconds: 240, calls: 20_000 };
+  const appRowsPerSecond = smoke ? 50 : 500;
   const random = mulberry32(7);
   const log = (line: string) => console.log(line);
   const busyErrors: Record<string, number> = {};
@@ -298,10 +350,11 @@ async function main(): Promise<void> {
     kind: WorkerKind,
     timing: Timing,
     count: number,
+    journal: JournalMode,
     body: (cluster: Cluster) => Promise<T>,
     postgres?: PostgresTarget,
   ) => {
-    const cluster = new Cluster(kind, timing, folder, postgres);
+    const cluster = new Cluster(kind, timing, folder, journal, postgres);
     try {
       await cluster.start(count);
       return await body(cluster);
@@ -309,58 +362,76 @@ async function main(): Promise<void> {
       await cluster.stop();
     }
   };
+  /** Ours in `journal`, and the baseline too in the first mode. */
+  const compare = async (scenario: string, journal: JournalMode, run: (kind: WorkerKind) => Promise<number[]>): Promise<Comparison> => {
+    const ours = distribution(await run('candidate'));
+    const baseline = journal === journals[0] ? distribution(await run('seed')) : undefined;
+    return { scenario: `${scenario} [${journal}]`, unit: 'ms', ours, baseline };
+  };
 
-  log(`benchmark${smoke ? ' (smoke)' : ''}: ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node.js ${process.version}`);
+  log(`benchmark${smoke ? ' (smoke)' : ''}: ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node.js ${process.version}; journal modes ${journals.join(', ')}`);
   const comparisons: Comparison[] = [];
-  if (runs('handoff')) {
-    comparisons.push(
-      await compare(`graceful handoff, ${size.processes} processes`, (kind) =>
-        withCluster(kind, defaults, size.processes, (cluster) => handoffs(cluster, size.trials, random)),
-      ),
-    );
-    log(`handoff done`);
-  }
-  if (runs('takeover')) {
-    const takeover: Record<WorkerKind, { fromKill: number[]; pastExpiry: number[] }> = {} as never;
-    for (const kind of ['candidate', 'seed'] as const) {
-      takeover[kind] = await withCluster(kind, shortLease, size.processes, (cluster) => takeovers(cluster, size.takeoverTrials, random));
-    }
-    comparisons.push({
-      scenario: `crash takeover (SIGKILL), expiresAfter ${shortLease.expiresAfter} ms`,
-      unit: 'ms',
-      ours: distribution(takeover.candidate.fromKill),
-      baseline: distribution(takeover.seed.fromKill),
-    });
-    comparisons.push({
-      scenario: '  of which past the lease expiry',
-      unit: 'ms',
-      ours: distribution(takeover.candidate.pastExpiry),
-      baseline: distribution(takeover.seed.pastExpiry),
-    });
-    log(`takeover done`);
-  }
-  if (runs('scale')) {
-    comparisons.push(
-      await compare(`graceful handoff, ${size.scaleProcesses} processes`, (kind) =>
-        withCluster(kind, defaults, size.scaleProcesses, async (cluster) => {
-          const errorsBefore = cluster.errors();
-          const latencies = await handoffs(cluster, size.scaleTrials, random);
-          busyErrors[kind] = cluster.errors() - errorsBefore;
-          return latencies;
-        }),
-      ),
-    );
-    log(`scale done`);
-  }
-  // Both sides at once: idle, they hardly disturb each other, and it halves the wait.
-  const idle = runs('idle')
-    ? await Promise.all(
-        (['candidate', 'seed'] as const).map((kind) =>
-          withCluster(kind, defaults, idleProcesses, (cluster) => idleCost(cluster, size.idleWarmUp, size.idleSeconds)),
+  const idle: Array<IdleRun & { journal: JournalMode; kind: WorkerKind }> = [];
+  const statements: Partial<Record<JournalMode, StatementCosts>> = {};
+  for (const journal of journals) {
+    if (runs('handoff')) {
+      comparisons.push(
+        await compare(`graceful handoff, ${size.processes} processes`, journal, (kind) =>
+          withCluster(kind, defaults, size.processes, journal, (cluster) => handoffs(cluster, size.trials, random)),
         ),
-      ).then(([ours, baseline]) => ({ ours, baseline }))
-    : undefined;
-  const statements = runs('statements') ? statementCosts(folder, size.calls) : undefined;
+      );
+      log(`handoff done [${journal}]`);
+    }
+    if (runs('takeover')) {
+      const takeover: Partial<Record<WorkerKind, { fromKill: number[]; pastExpiry: number[] }>> = {};
+      for (const kind of journal === journals[0] ? (['candidate', 'seed'] as const) : (['candidate'] as const)) {
+        takeover[kind] = await withCluster(kind, shortLease, size.processes, journal, (cluster) => takeovers(cluster, size.takeoverTrials, random));
+      }
+      const baseline = (series: 'fromKill' | 'pastExpiry') => (takeover.seed ? distribution(takeover.seed[series]) : undefined);
+      comparisons.push(
+        {
+          scenario: `crash takeover (SIGKILL), expiresAfter ${shortLease.expiresAfter} ms [${journal}]`,
+          unit: 'ms',
+          ours: distribution(takeover.candidate!.fromKill),
+          baseline: baseline('fromKill'),
+        },
+        { scenario: '  of which past the lease expiry', unit: 'ms', ours: distribution(takeover.candidate!.pastExpiry), baseline: baseline('pastExpiry') },
+      );
+      log(`takeover done [${journal}]`);
+    }
+    if (runs('scale')) {
+      comparisons.push(
+        await compare(`graceful handoff, ${size.scaleProcesses} processes`, journal, (kind) =>
+          withCluster(kind, defaults, size.scaleProcesses, journal, async (cluster) => {
+            const errorsBefore = cluster.errors();
+            const latencies = await handoffs(cluster, size.scaleTrials, random);
+            busyErrors[`${kind} [${journal}]`] = cluster.errors() - errorsBefore;
+            return latencies;
+          }),
+        ),
+      );
+      log(`scale done [${journal}]`);
+    }
+    if (runs('idle')) {
+      // The clusters of one mode at once, each on its own file: idle, they hardly disturb each
+      // other (the application writer aside, whose own CPU is not counted), and it saves
+      // minutes. Each is started by idleRun itself, so that its whole life is counted.
+      const clusters: Array<[WorkerKind, number, number]> = [
+        ['candidate', size.idleProcesses, 0],
+        ['candidate', size.idleProcesses, appRowsPerSecond],
+        ['candidate', size.idleScale, 0],
+        ...(journal === journals[0] ? ([['seed', size.idleProcesses, 0]] as Array<[WorkerKind, number, number]>) : []),
+      ];
+      const runsOfMode = await Promise.all(
+        clusters.map(([kind, count, rows]) =>
+          idleRun(new Cluster(kind, defaults, folder, journal), count, size.idleWarmUp, size.idleSeconds, rows).then((run) => ({ ...run, journal, kind })),
+        ),
+      );
+      idle.push(...runsOfMode);
+      log(`idle done [${journal}]`);
+    }
+    if (runs('statements')) statements[journal] = statementCosts(folder, size.calls, journal);
+  }
 
   // The same trials on PostgreSQL, each cluster in a fresh schema of one server.
   let postgres: { server: string; handoff: Distribution; takeover: Distribution; takeoverPastExpiry: Distribution } | undefined;
@@ -368,14 +439,10 @@ async function main(): Promise<void> {
     const server: PostgresServer = await startPostgresServer();
     try {
       const target = (name: string): PostgresTarget => ({ url: server.url, schema: `bench_${name}_${Date.now()}` });
-      const handoff = await withCluster('candidate', defaults, size.processes, (cluster) => handoffs(cluster, size.trials, random), target('handoff'));
-      const takeover = await withCluster(
-        'candidate',
-        shortLease,
-        size.processes,
-        (cluster) => takeovers(cluster, size.takeoverTrials, random),
-        target('takeover'),
-      );
+      const onPostgres = <T>(timing: Timing, body: (cluster: Cluster) => Promise<T>, name: string) =>
+        withCluster('candidate', timing, size.processes, 'delete', body, target(name));
+      const handoff = await onPostgres(defaults, (cluster) => handoffs(cluster, size.trials, random), 'handoff');
+      const takeover = await onPostgres(shortLease, (cluster) => takeovers(cluster, size.takeoverTrials, random), 'takeover');
       postgres = {
         server: await serverVersion(server.url),
         handoff: distribution(handoff),
@@ -398,10 +465,10 @@ async function main(): Promise<void> {
       node: process.version,
       os: `${os.type()} ${os.release()}`,
     },
-    config: { defaults, shortLease, ...size },
+    config: { defaults, shortLease, journals, appRowsPerSecond, ...size },
     comparisons,
     busyErrorsDuringScaleHandoffs: busyErrors,
-    idleCpuPercentOfOneCore: idle,
+    idle,
     statements,
     postgres,
   };
@@ -410,54 +477,65 @@ async function main(): Promise<void> {
   writeFileSync(join(out, 'latency.svg'), renderChart(comparisons.filter((c) => !c.scenario.startsWith(' '))));
 
   const format = (value: number) => (value >= 100 ? value.toFixed(0) : value >= 1 ? value.toFixed(1) : value.toFixed(3));
+  const both = (d: Distribution | undefined) => (d ? `${format(d.p50)} / ${format(d.p99)} ms` : '');
   const rows = [
     ['scenario', 'ours p50 / p99', 'baseline p50 / p99', 'baseline / ours (p50)'],
     ...comparisons.map((c) => [
       c.scenario,
-      `${format(c.ours.p50)} / ${format(c.ours.p99)} ms`,
-      `${format(c.baseline.p50)} / ${format(c.baseline.p99)} ms`,
-      c.ours.p50 > 0 ? `${format(c.baseline.p50 / c.ours.p50)}x` : '-',
+      both(c.ours),
+      both(c.baseline),
+      c.baseline && c.ours.p50 > 0 ? `${format(c.baseline.p50 / c.ours.p50)}x` : '',
     ]),
   ];
   if (postgres) {
-    const both = (d: Distribution) => `${format(d.p50)} / ${format(d.p99)} ms`;
     rows.push(
       [`on ${postgres.server}: graceful handoff, ${size.processes} processes`, both(postgres.handoff), '', ''],
       [`on ${postgres.server}: crash takeover, expiresAfter ${shortLease.expiresAfter} ms`, both(postgres.takeover), '', ''],
       ['  of which past the lease expiry', both(postgres.takeoverPastExpiry), '', ''],
     );
   }
-  if (idle) {
-    const percent = (value: number) => (Number.isNaN(value) ? '-' : `${value.toFixed(3)} %`);
-    rows.push(
-      ['idle CPU, leader', percent(idle.ours.leader), percent(idle.baseline.leader), ''],
-      ['idle CPU, follower standing by', percent(idle.ours.standby), percent(idle.baseline.standby), ''],
-      ['idle CPU, follower polling', percent(idle.ours.polling), percent(idle.baseline.polling), ''],
-    );
-  }
-  if (statements) {
-    const worst = (side: keyof typeof statements, measure: 'p99Millis' | 'p999Millis' | 'worstMillis') =>
-      format(Math.max(...Object.values(statements[side]).map((s) => s[measure])));
+  for (const [journal, costs] of Object.entries(statements) as Array<[JournalMode, StatementCosts]>) {
+    const worst = (side: 'ours' | 'baseline', measure: 'p99Millis' | 'p999Millis' | 'worstMillis') =>
+      format(Math.max(...Object.values(costs[side]).map((s) => s[measure])));
     rows.push(
       [
-        'renew; follower attempt (µs, mean)',
-        `${format(statements.ours.renew.meanMicros)}; ${format(statements.ours.followerAttempt.meanMicros)}`,
-        `${format(statements.baseline.renew.meanMicros)}; ${format(statements.baseline.followerAttempt.meanMicros)}`,
+        `[${journal}] renew; follower attempt (µs, mean)`,
+        `${format(costs.ours.renew.meanMicros)}; ${format(costs.ours.followerAttempt.meanMicros)}`,
+        `${format(costs.baseline.renew.meanMicros)}; ${format(costs.baseline.followerAttempt.meanMicros)}`,
         '',
       ],
-      ['acquire (µs, mean)', `${format(statements.ours.acquire.meanMicros)}`, '', ''],
-      ['single call, 99th percentile (ms)', worst('ours', 'p99Millis'), worst('baseline', 'p99Millis'), ''],
-      ['single call, 99.9th percentile (ms)', worst('ours', 'p999Millis'), worst('baseline', 'p999Millis'), ''],
-      ['worst single call (ms)', worst('ours', 'worstMillis'), worst('baseline', 'worstMillis'), ''],
+      [`[${journal}] acquire (µs, mean)`, `${format(costs.ours.acquire.meanMicros)}`, '', ''],
+      [`[${journal}] single call, p99 / p99.9 / worst (ms)`, `${worst('ours', 'p99Millis')} / ${worst('ours', 'p999Millis')} / ${worst('ours', 'worstMillis')}`,
+        `${worst('baseline', 'p99Millis')} / ${worst('baseline', 'p999Millis')} / ${worst('baseline', 'worstMillis')}`, ''],
     );
   }
-  if (runs('scale')) {
-    rows.push([`error events, ${size.scaleProcesses}-process handoffs`, `${busyErrors.candidate}`, `${busyErrors.seed}`, '']);
+  for (const [kind, errors] of Object.entries(busyErrors)) rows.push([`error events, ${size.scaleProcesses}-process handoffs, ${kind}`, `${errors}`, '', '']);
+  printTable(rows, log);
+
+  if (idle.length > 0) {
+    const percent = (value: number) => (Number.isNaN(value) ? '-' : `${value.toFixed(3)} %`);
+    log('');
+    printTable(
+      [
+        ['idle, % of a core', 'processes', 'leader', 'standby (mean / max)', 'polling (mean / max)', 'elections, lost, errors'],
+        ...idle.map((run) => [
+          `[${run.journal}] ${run.kind === 'seed' ? 'baseline' : 'ours'}${run.appRowsPerSecond ? `, app writing ${run.appRowsPerSecond} rows/s` : ''}`,
+          `${run.processes}`,
+          percent(run.leader),
+          `${percent(run.standby.mean)} / ${percent(run.standby.max)}`,
+          `${percent(run.polling.mean)} / ${percent(run.polling.max)}`,
+          `${run.elections}, ${run.lost}, ${run.errors}`,
+        ]),
+      ],
+      log,
+    );
   }
-  const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
-  log('');
-  for (const row of rows) log(row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  '));
   log(`\nresults: ${join(out, 'results.json')}, chart: ${join(out, 'latency.svg')}`);
+}
+
+function printTable(rows: string[][], log: (line: string) => void): void {
+  const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
+  for (const row of rows) log(row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  '));
 }
 
 if (require.main === module) {

@@ -8,11 +8,11 @@ const top = 64;
 
 /**
  * A strip chart of latency samples on a logarithmic axis: one pair of lanes (ours, the
- * baseline) per scenario, each sample a dot, p50 and p99 as ticks. Plain SVG, no fonts
+ * baseline where it ran) per scenario, each sample a dot, p50 and p99 as ticks. Plain SVG, no fonts
  * beyond the generic ones, so that it renders the same everywhere.
  */
 export function renderChart(comparisons: Comparison[]): string {
-  const samples = comparisons.flatMap((c) => [...c.ours.samples, ...c.baseline.samples]).filter((v) => v > 0);
+  const samples = comparisons.flatMap((c) => [...c.ours.samples, ...(c.baseline?.samples ?? [])]).filter((v) => v > 0);
   const low = 10 ** Math.floor(Math.log10(Math.max(0.1, Math.min(...samples))));
   const high = 10 ** Math.ceil(Math.log10(Math.max(...samples)));
   const x = (ms: number) => left + ((Math.log10(Math.max(ms, low)) - Math.log10(low)) / (Math.log10(high) - Math.log10(low))) * (width - left - right);
@@ -34,6 +34,7 @@ export function renderChart(comparisons: Comparison[]): string {
       ['ours', comparison.ours, '#1f77b4'],
       ['baseline', comparison.baseline, '#ff7f0e'],
     ].forEach(([, series, color], lane) => {
+      if (series === undefined) return; // ours alone in this scenario
       const { samples: points, p50, p99 } = series as Comparison['ours'];
       const cy = y + 8 + lane * laneHeight;
       for (const value of points) parts.push(`<circle cx="${x(value).toFixed(1)}" cy="${cy}" r="3" fill="${color}" fill-opacity="0.45"/>`);

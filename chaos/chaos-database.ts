@@ -7,7 +7,7 @@ import type Database from 'better-sqlite3';
 import { Pool, PoolClient } from 'pg';
 import { FinalState } from './orchestrator';
 import { LedgerRow } from './history';
-import { ledgerTable, openDatabase } from './worker';
+import { JournalMode, ledgerTable, openDatabase } from './worker';
 
 export interface ChaosDatabase {
   /** Takes the lock that stalls every writer; `false` if it could not. */
@@ -24,8 +24,8 @@ export interface PostgresTarget {
   schema: string;
 }
 
-export function sqliteChaosDatabase(file: string): ChaosDatabase {
-  const db: Database.Database = openDatabase(file, 1_000);
+export function sqliteChaosDatabase(file: string, journal: JournalMode): ChaosDatabase {
+  const db: Database.Database = openDatabase(file, { journal, busyTimeout: 1_000 });
   db.exec(ledgerTable);
   return {
     holdLock: async () => {

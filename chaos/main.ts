@@ -1,9 +1,11 @@
 /**
  * npm run chaos -- [--processes N] [--duration S] [--lease MS] [--seed K] [--slots M]
  *                  [--report FILE] [--slack MS] [--no-seed-worker] [--postgres [URL]]
+ *                  [--journal delete|truncate|persist|wal]
  * npm run chaos -- --check FILE
  *
- * Runs worker processes on one SQLite file (or, with --postgres, in a fresh schema of the
+ * Runs worker processes on one SQLite file, opened by every process in the --journal mode
+ * (default delete: better-sqlite3's defaults; wal as README advises) (or, with --postgres, in a fresh schema of the
  * PostgreSQL server at URL, or of a throwaway server started for the run) under injected
  * faults, then checks the history (see checker.ts). Prints a table; exits 1 on any
  * violation, 2 on bad arguments.
@@ -13,6 +15,7 @@ import { checkHistory } from './checker';
 import { ChaosHistory, runChaos } from './orchestrator';
 import { startPostgresServer } from './postgres-server';
 import { formatSummary, summarize } from './report';
+import { JournalMode, journalModes } from './worker';
 
 interface Arguments {
   processes: number;
@@ -22,6 +25,7 @@ interface Arguments {
   slots: number;
   slack: number;
   seedWorker: boolean;
+  journal: JournalMode;
   report?: string;
   check?: string;
   /** `true`: a server started for the run (or the one of OBSERVE_LEADERSHIP_TEST_DATABASE_URL). */
@@ -46,12 +50,18 @@ export function parseArguments(argv: string[]): Arguments {
     slots: 1,
     slack: 1_000,
     seedWorker: true,
+    journal: 'delete',
   };
   for (let i = 0; i < argv.length; i++) {
     const name = argv[i].replace(/^--/, '');
     if (name === 'no-seed-worker') parsed.seedWorker = false;
     else if (name === 'postgres') parsed.postgres = argv[i + 1] === undefined || argv[i + 1].startsWith('--') ? true : argv[++i];
     else if (name === 'report' || name === 'check') parsed[name] = expectValue(name, argv[++i]);
+    else if (name === 'journal') {
+      const mode = expectValue(name, argv[++i]);
+      if (!(journalModes as readonly string[]).includes(mode)) throw new RangeError(`Expected --journal to be one of ${journalModes.join(', ')}, got ${mode}`);
+      parsed.journal = mode as JournalMode;
+    }
     else if (name in numeric) {
       const value = Number(expectValue(name, argv[++i]));
       const [min, max] = numeric[name];
@@ -81,12 +91,12 @@ async function main(): Promise<number> {
   if (args.check) {
     history = JSON.parse(readFileSync(args.check, 'utf8')).history;
   } else {
-    const { processes, lease, seed, slots, seedWorker } = args;
+    const { processes, lease, seed, slots, seedWorker, journal } = args;
     const server = args.postgres === true ? await startPostgresServer() : undefined;
     const url = server?.url ?? (args.postgres as string | undefined);
     const postgres = url === undefined ? undefined : { url, schema: `chaos_${Date.now()}_${seed}` };
     try {
-      history = await runChaos({ processes, duration: args.duration * 1000, lease, seed, slots, seedWorker, postgres }, (line) => console.log(line));
+      history = await runChaos({ processes, duration: args.duration * 1000, lease, seed, slots, seedWorker, postgres, journal }, (line) => console.log(line));
     } finally {
       server?.stop();
     }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { ChaosDatabase, postgresChaosDatabase, PostgresTarget, sqliteChaosDatabase } from './chaos-database';
 import { planFaults, PlannedFault } from './fault-plan';
 import { FaultRecord, LedgerRow, WorkerRecord } from './history';
-import { WorkerOptions } from './worker';
+import { JournalMode, WorkerOptions } from './worker';
 import { sleep, stopWorkers, WorkerKind, WorkerProcess } from './worker-process';
 
 export interface ChaosOptions {
@@ -20,6 +20,8 @@ export interface ChaosOptions {
   seedWorker: boolean;
   /** The database file; a fresh one in a temporary folder if absent. */
   file?: string;
+  /** How every process opens the file (see `openDatabase`). @default 'delete' */
+  journal?: JournalMode;
   /** Campaign on PostgreSQL instead of a SQLite file (no worker of the original statements then). */
   postgres?: PostgresTarget;
 }
@@ -56,18 +58,19 @@ export function timingFor(lease: number): Timing {
 
 
 /**
- * Runs worker processes on one WAL file (or one PostgreSQL schema), injects the planned
+ * Runs worker processes on one SQLite file (or one PostgreSQL schema), injects the planned
  * faults, then lets the slots settle and collects the history. Never throws for what the
  * workers do: that is for the checker to judge.
  */
 export async function runChaos(options: ChaosOptions, log: (line: string) => void = () => undefined): Promise<ChaosHistory> {
   const timing = timingFor(options.lease);
-  const { postgres } = options;
+  const { postgres, journal = 'delete' } = options;
   const file = postgres ? undefined : (options.file ?? join(mkdtempSync(join(tmpdir(), 'observe-leadership-chaos-')), 'chaos.db'));
-  const db: ChaosDatabase = postgres ? await postgresChaosDatabase(postgres) : sqliteChaosDatabase(file!);
+  const db: ChaosDatabase = postgres ? await postgresChaosDatabase(postgres) : sqliteChaosDatabase(file!, journal);
   const workerOptions: WorkerOptions = {
     file,
     postgres,
+    journal,
     slots: options.slots,
     ...timing,
     ledgerEvery: Math.max(10, Math.round(options.lease / 10)),
@@ -166,7 +169,7 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
 
   const plan = planFaults({ seed: options.seed, duration: options.duration, lease: options.lease, slots: options.slots });
   const timers = plan.map((planned) => setTimeout(() => inject(planned), planned.at));
-  const where = postgres ? `schema ${postgres.schema} of ${postgres.url}` : file;
+  const where = postgres ? `schema ${postgres.schema} of ${postgres.url}` : `${file} (journal_mode ${journal})`;
   log(`${workers.length} workers on ${where}; ${plan.length} faults planned over ${Math.round(options.duration / 1000)} s`);
   await sleep(options.duration);
   timers.forEach(clearTimeout);

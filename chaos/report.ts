@@ -65,7 +65,7 @@ export function formatSummary(history: ChaosHistory, summary: ChaosSummary, resu
   const table = rows.map((row) => row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join('  '));
   const { options, timing } = history;
   const lines = [
-    `chaos on ${options.postgres ? 'PostgreSQL' : 'SQLite'}: ${options.processes} processes` +
+    `chaos on ${options.postgres ? 'PostgreSQL' : `SQLite (journal_mode ${options.journal ?? 'delete'})`}: ${options.processes} processes` +
       `${options.seedWorker && !options.postgres ? ' + 1 running the original statements' : ''}, ` +
       `${options.slots} slot(s), ${Math.round((history.endedAt - history.startedAt) / 1000)} s, seed ${options.seed}; ` +
       `expiresAfter ${timing.expiresAfter} ms, renewEvery ${timing.renewEvery} ms, retryEvery ${timing.retryEvery} ms`,

@@ -6,7 +6,7 @@
  * until a renewal fails. SIGTERM releases with the original's DELETE. It takes the same
  * stdin commands as worker.ts (`unsubscribe` releases and stops, `subscribe` starts again).
  *
- * Options come as JSON in argv[2]: { file, worker?, renewEvery, expiresAfter, retryEvery }.
+ * Options come as JSON in argv[2]: { file, worker?, renewEvery, expiresAfter, retryEvery, journal?, busyTimeout? }.
  */
 import { ulid } from 'ulid';
 import { seedStatements, seedTable } from './seed-statements';
@@ -14,8 +14,8 @@ import { createInterface } from 'node:readline';
 import { openDatabase, report, reportUsage, WorkerOptions } from './worker';
 
 function main(): void {
-  const { file, worker, renewEvery, expiresAfter, retryEvery, busyTimeout = 50 } = JSON.parse(process.argv[2]) as WorkerOptions;
-  const db = openDatabase(file!, busyTimeout, seedTable); // the original worker runs only on SQLite
+  const { file, worker, renewEvery, expiresAfter, retryEvery, journal, busyTimeout } = JSON.parse(process.argv[2]) as WorkerOptions;
+  const db = openDatabase(file!, { journal, busyTimeout, setupSql: seedTable }); // the original worker runs only on SQLite
   const holder = ulid();
   const seed = seedStatements(db, holder, expiresAfter);
   const say = (record: Record<string, unknown>) => report({ worker, slot: 0, holder, ...record });

@@ -30,7 +30,9 @@ export interface WorkerOptions {
   retryEvery: number;
   /** Ms between fenced ledger writes while leading; no writes if absent. */
   ledgerEvery?: number;
-  /** better-sqlite3's busy timeout. @default 50 */
+  /** How the SQLite file is opened. @default 'delete', better-sqlite3's defaults */
+  journal?: JournalMode;
+  /** better-sqlite3's busy timeout. @default as `openDatabase` sets it for the journal mode */
   busyTimeout?: number;
   /**
    * Ms added to this process's clock (`Date.now()`), as on a machine whose clock is off:
@@ -45,18 +47,24 @@ export interface WorkerOptions {
 interface WorkerDatabase {
   campaignIn: Database.Database | LeaseStore;
   append(lease: Lease, seq: number): Promise<void>;
-  standingBy(holder: string): boolean;
+  standingBy(holder: string): boolean | undefined;
   close(): Promise<void>;
 }
 
-function sqliteWorkerDatabase(file: string, busyTimeout: number): WorkerDatabase {
-  const db = openDatabase(file, busyTimeout, ledgerTable);
+function sqliteWorkerDatabase(file: string, setup: DatabaseSetup): WorkerDatabase {
+  const db = openDatabase(file, { ...setup, setupSql: ledgerTable });
   const append = db.prepare('INSERT INTO chaos_ledger (slot, holder, term, seq, at) VALUES (?, ?, ?, ?, ?)');
   return {
     campaignIn: db,
     append: async (lease, seq) => void fenced(db, lease, () => append.run(lease.slot, lease.holder, lease.term, seq, Date.now())),
     // Asked only once the campaign made its tables.
-    standingBy: (holder) => db.prepare('SELECT count(*) FROM worker_leadership_standby WHERE holder = ?').pluck().get(holder) !== 0,
+    standingBy: (holder) => {
+      try {
+        return db.prepare('SELECT count(*) FROM worker_leadership_standby WHERE holder = ?').pluck().get(holder) !== 0;
+      } catch {
+        return undefined; // the file stayed locked (an application writing without pause, in a rollback journal mode)
+      }
+    },
     close: async () => void db.close(),
   };
 }
@@ -81,18 +89,32 @@ export const ledgerTable = `CREATE TABLE IF NOT EXISTS chaos_ledger (
   id INTEGER PRIMARY KEY, slot INTEGER NOT NULL, holder TEXT NOT NULL, term INTEGER NOT NULL,
   seq INTEGER NOT NULL, at INTEGER NOT NULL)`;
 
+/** SQLite's journal modes for a file that processes share; `delete` is what a new connection has. */
+export const journalModes = ['delete', 'truncate', 'persist', 'wal'] as const;
+export type JournalMode = (typeof journalModes)[number];
+
+export interface DatabaseSetup {
+  /** @default 'delete' */
+  journal?: JournalMode;
+  /** @default 50 ms in WAL mode (README's advice), else better-sqlite3's 5 s */
+  busyTimeout?: number;
+  /** Tables to create, if missing. */
+  setupSql?: string;
+}
+
 /**
- * Opens `file` as the README advises: WAL, synchronous NORMAL, a short busy timeout. The
- * setup itself (and `setupSql`, tables the worker needs) waits longer: dozens of processes
- * starting at once all switch the journal mode and create tables, which needs the lock
- * for a moment each.
+ * Opens `file` as users do: in WAL mode as README advises (synchronous NORMAL, a short busy
+ * timeout), or in a rollback journal mode with better-sqlite3's defaults otherwise (what
+ * `new Database(file)` gives, in `delete` mode). The setup itself waits longer: dozens of
+ * processes starting at once all set the journal mode and create tables, which needs the
+ * lock for a moment each.
  */
-export function openDatabase(file: string, busyTimeout: number, setupSql = ''): Database.Database {
+export function openDatabase(file: string, { journal = 'delete', busyTimeout, setupSql = '' }: DatabaseSetup = {}): Database.Database {
   const db = new Database(file, { timeout: 10_000 });
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
+  db.pragma(`journal_mode = ${journal}`);
+  if (journal === 'wal') db.pragma('synchronous = NORMAL');
   if (setupSql) db.exec(setupSql);
-  db.pragma(`busy_timeout = ${busyTimeout}`);
+  db.pragma(`busy_timeout = ${busyTimeout ?? (journal === 'wal' ? 50 : 5_000)}`);
   return db;
 }
 
@@ -112,12 +134,12 @@ export function reportUsage(extra: Record<string, unknown> = {}): void {
 
 function main(): void {
   const options = JSON.parse(process.argv[2]) as WorkerOptions;
-  const { file, postgres, worker = 'worker', slots = 1, ledgerEvery, busyTimeout = 50, clockOffset, ...timing } = options;
+  const { file, postgres, worker = 'worker', slots = 1, ledgerEvery, journal, busyTimeout, clockOffset, ...timing } = options;
   if (clockOffset) {
     const realNow = Date.now;
     Date.now = () => realNow() + clockOffset;
   }
-  const db = postgres ? postgresWorkerDatabase(postgres, worker, timing.expiresAfter) : sqliteWorkerDatabase(file!, busyTimeout);
+  const db = postgres ? postgresWorkerDatabase(postgres, worker, timing.expiresAfter) : sqliteWorkerDatabase(file!, { journal, busyTimeout });
   const scheduler = clockOffset === undefined ? undefined : { now: () => Date.now(), schedule: asyncScheduler.schedule.bind(asyncScheduler) };
   const lastLeases = new Map<number, ElectedEvent>();
   let subscriptions: Subscription[] = [];

@@ -30,7 +30,7 @@ interface Failover {
 async function main(): Promise<void> {
   const folder = mkdtempSync(join(os.tmpdir(), 'observe-leadership-demo-'));
   const file = join(folder, 'demo.db');
-  openDatabase(file, 1_000, ledgerTable).close();
+  openDatabase(file, { busyTimeout: 1_000, setupSql: ledgerTable }).close();
   console.log(`observe-leadership demo: 3 worker processes elect one leader through ${file}`);
   console.log(
     `leases last ${timing.expiresAfter} ms and are renewed every ${timing.renewEvery} ms; ` +

@@ -1,13 +1,13 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Comparison } from '../../bench/bench';
+import type { Comparison, IdleRun } from '../../bench/bench';
 import { SpawnedScript } from '../support/spawned-script';
 
 // The benchmark is a script, not a timed test: this only runs its tiny smoke, so that it
 // cannot rot. It asserts that every scenario produced numbers, never what they are.
 describe('npm run bench -- --smoke', () => {
-  it('runs every scenario on both sides, and on PostgreSQL, and writes the results and the chart', async () => {
+  it('runs every scenario in the default and the WAL journal modes, on both sides, and on PostgreSQL, and writes the results and the chart', async () => {
     const out = mkdtempSync(join(tmpdir(), 'observe-leadership-bench-spec-'));
     try {
       const bench = new SpawnedScript(join(__dirname, '..', '..', 'build', 'bench', 'bench.js'), ['--smoke', '--out', out]);
@@ -17,15 +17,31 @@ describe('npm run bench -- --smoke', () => {
       const results = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as {
         comparisons: Comparison[];
         postgres: Record<'handoff' | 'takeover' | 'takeoverPastExpiry', Comparison['ours']>;
+        idle: Array<IdleRun & { journal: string; kind: string }>;
+        statements: Record<string, unknown>;
       };
       expect(results.comparisons.length).toBeGreaterThanOrEqual(4);
       for (const { ours, baseline } of results.comparisons) {
-        expect(Number.isFinite(ours.p50) && Number.isFinite(baseline.p50)).toBe(true);
+        expect(Number.isFinite(ours.p50) && (baseline === undefined || Number.isFinite(baseline.p50))).toBe(true);
       }
+      // The baseline beside ours in the first mode: handoff, takeover (and past expiry), scale.
+      expect(results.comparisons.filter((c) => c.baseline !== undefined)).toHaveLength(4);
       // The same trials on PostgreSQL (this run's server, through the environment).
       for (const trials of [results.postgres.handoff, results.postgres.takeover, results.postgres.takeoverPastExpiry]) {
         expect(Number.isFinite(trials.p50)).toBe(true);
       }
+      // Idle runs in both modes of the smoke, beside an application's writes too, each with its leader.
+      expect(results.idle.map((run) => `${run.journal} ${run.kind} ${run.processes} ${run.appRowsPerSecond > 0}`).sort()).toEqual([
+        'delete candidate 4 false',
+        'delete candidate 4 true',
+        'delete candidate 6 false',
+        'delete seed 4 false',
+        'wal candidate 4 false',
+        'wal candidate 4 true',
+        'wal candidate 6 false',
+      ]);
+      for (const run of results.idle) expect(Number.isFinite(run.leader) && run.elections >= 1).toBe(true);
+      expect(Object.keys(results.statements).sort()).toEqual(['delete', 'wal']);
       expect(existsSync(join(out, 'latency.svg'))).toBe(true);
     } finally {
       rmSync(out, { recursive: true, force: true });

@@ -6,10 +6,12 @@ import type { ChaosSummary } from '../../chaos/report';
 import { testDatabaseUrl } from '../support/postgres-database';
 
 // The short chaos runs that CI makes on every change: 4 candidate processes, 2 slots, 20 s
-// of faults of every kind (seed 2 plans all six). On SQLite, one more process runs the
-// original statements; on PostgreSQL, the workers share a fresh schema of this run's server.
+// of faults of every kind (seed 2 plans all six). On SQLite, in the default journal mode and
+// in WAL, one more process runs the original statements; on PostgreSQL, the workers share a
+// fresh schema of this run's server.
 describe.each([
-  ['SQLite', () => []],
+  ['SQLite, journal_mode delete (better-sqlite3\'s defaults)', () => ['--journal', 'delete']],
+  ['SQLite, journal_mode wal (as README advises)', () => ['--journal', 'wal']],
   ['PostgreSQL', () => ['--postgres', testDatabaseUrl()]],
 ])('npm run chaos on %s, short', (_, where) => {
   it('injects faults of every kind and finds no violation', async () => {
