@@ -29,7 +29,7 @@ import { seedStatements, seedTable } from '../chaos/seed-statements';
 import { PostgresTarget } from '../chaos/chaos-database';
 import { PostgresServer, startPostgresServer } from '../chaos/postgres-server';
 import { JournalMode, journalModes, openDatabase } from '../chaos/worker';
-import { spawn } from 'node:child_process';
+import { ChildProcess, spawn } from 'node:child_process';
 import { sleep, stopWorkers, WorkerKind, WorkerProcess } from '../chaos/worker-process';
 import { sqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
 import { Pool } from 'pg';
@@ -203,17 +203,19 @@ export interface IdleRun {
  * file meanwhile, one commit each.
  */
 async function idleRun(cluster: Cluster, count: number, warmUp: number, seconds: number, appRowsPerSecond = 0): Promise<IdleRun> {
-  const app =
-    appRowsPerSecond > 0
-      ? spawn(process.execPath, [join(__dirname, 'app-writer.js'), JSON.stringify({ file: cluster.file, journal: cluster.journal, rowsPerSecond: appRowsPerSecond })], {
-          stdio: ['ignore', 'pipe', 'inherit'],
-        })
-      : undefined;
-  let appReport = '';
-  app?.stdout!.on('data', (chunk) => (appReport += chunk));
+  let app: ChildProcess | undefined;
   try {
     await cluster.start(count);
     const leader = await cluster.leader();
+    // Once every process has started: dozens of processes that create their tables at once,
+    // each for a moment, beside an application that commits hundreds of times a second, on
+    // two cores, can wait longer than a start-up should.
+    let appReport = '';
+    if (appRowsPerSecond > 0) {
+      const options = { file: cluster.file, journal: cluster.journal, rowsPerSecond: appRowsPerSecond };
+      app = spawn(process.execPath, [join(__dirname, 'app-writer.js'), JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
+      app.stdout!.on('data', (chunk) => (appReport += chunk));
+    }
     const usage = async (worker: WorkerProcess) => {
       const mark = Date.now();
       worker.send('usage');
@@ -246,8 +248,9 @@ async function idleRun(cluster: Cluster, count: number, warmUp: number, seconds:
       every,
     };
     if (app) {
+      const exited = new Promise((resolve) => app!.once('exit', resolve));
       app.kill('SIGTERM');
-      await new Promise((resolve) => app.once('exit', resolve));
+      await exited;
       const { rows, seconds: ran } = JSON.parse(appReport) as { rows: number; seconds: number };
       result.appRowsPerSecond = Math.round(rows / ran);
     }

@@ -25,13 +25,12 @@ export class SignalFile {
     this.path = `${database}-leadership`;
   }
 
-  /** Creates the file if it is missing; says whether it exists now. */
-  create(): boolean {
+  /** Creates the file if it is missing. */
+  create(): void {
     try {
       closeSync(this.open());
-      return true;
     } catch {
-      return false;
+      // Not allowed to: watchers wait for a candidate that may, and poll meanwhile.
     }
   }
 

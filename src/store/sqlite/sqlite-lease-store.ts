@@ -1,5 +1,5 @@
 import type { Database, Statement, Transaction } from 'better-sqlite3';
-import { FSWatcher, statSync } from 'node:fs';
+import { FSWatcher, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { LeadershipError } from '../../leadership-error';
 import { Lease } from '../../leadership-event';
@@ -73,6 +73,15 @@ function fileIdentity(path: string): { dev: number; ino: number } | undefined {
   }
 }
 
+/** One path for one file, however it was opened (relative, through a link), so that every process signals through the same file. */
+function canonicalPath(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
+}
+
 /** The lease with its time left at `now`; an expiry that is not a number has none left. */
 function viewAt(lease: LeaseRecord, now: number): LeaseView {
   return { lease, expiresIn: typeof lease.expiresAt === 'number' ? lease.expiresAt - now : -1 };
@@ -112,7 +121,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
   private readonly signalFile: SignalFile | undefined;
 
   constructor(private readonly db: Database) {
-    this.signalFile = db.memory ? undefined : new SignalFile(resolve(db.name));
+    this.signalFile = db.memory ? undefined : new SignalFile(canonicalPath(db.name));
   }
 
   acquire(slot: number, holder: string, now: number, expiresAfter: number, { waitForLock = true }: AcquireOptions = {}): AcquireResult {
