@@ -147,13 +147,19 @@ function allowance(fault: FaultRecord, expiresAfter: number, retryBound: number)
 
 /**
  * The slot's time without a leader that this fault caused: from the fault, for a crash or
- * pause of the leader (the slot has nobody acting for it from then on), or else from the end
+ * pause of the leader while it believed it led (the slot has nobody acting for it from
+ * then on), or else from the end
  * of the beliefs in force at the fault, to the start of the next belief.
  */
 function leaderlessGap(fault: FaultRecord, segments: BeliefSegment[], endedAt: number, allowed: number): number {
   const spans = union(segments.filter((s) => s.slot === fault.slot));
   const current = spans.find((span) => span.start <= fault.at && fault.at <= span.end);
-  const hitLeader = (fault.kind === 'kill' || fault.kind === 'pause') && fault.holder !== undefined;
+  // The orchestrator aims by the processes' own reports, and a process blocked in SQLite's
+  // busy wait cannot report that its lease ran out meanwhile: it may be hit after another
+  // took over. It hit the leader only if its holder still believed it led then.
+  const hitLeader =
+    (fault.kind === 'kill' || fault.kind === 'pause') &&
+    segments.some((s) => s.slot === fault.slot && s.holder === fault.holder && s.start <= fault.at && fault.at <= s.end);
   let from = fault.at;
   let holeStart = fault.at;
   if (current) {

@@ -74,6 +74,16 @@ describe('checkHistory', () => {
     expect(flaws(history({ final: { ...final, rows: [] } }))).toEqual(['final']);
   });
 
+  it('measures the gap after a crash of a process whose lease had already run out from the end of its successor’s belief, not from the crash', () => {
+    // a's last lease ran out at 1000 while it could not say so (blocked in a busy wait); b
+    // led from 1001; the orchestrator, going by a's reports, killed a at 1500. b's belief
+    // ends at 3600 (after the run), so the kill left the slot without a leader for no time.
+    const kill: FaultRecord = { kind: 'kill', at: 1500, slot: 0, pid: 1, holder: 'a' };
+    const result = checkHistory(history({ faults: [kill] }), { slack: 100 });
+    expect(result.violations).toEqual([]);
+    expect(result.outcomes).toEqual([expect.objectContaining({ gap: 0 })]);
+  });
+
   it('finds a gap longer than the config allows', () => {
     const records = history().records.map((r) => (r.holder === 'b' ? { ...r, at: r.at + 500 } : r));
     expect(flaws(history({ records, ledger: [] }))).toEqual(['liveness']);
