@@ -250,6 +250,10 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
     try {
       await this.ready();
       return await inTransaction(this.pool, async (client) => {
+        // Before the row is locked: a process cut off from the server between the lock and the
+        // next statement would otherwise leave a session idle in its transaction, holding the
+        // row (and the slot) until the server notices the dead connection, hours later.
+        await client.query(`SET LOCAL idle_in_transaction_session_timeout = ${this.queryTimeout}`);
         const [row] = (await client.query<Row>(this.config(this.statements.lockForFencing, [lease.slot]))).rows;
         checkLease(lease, row && toRecord(row), (record) => record.expiresAt >= Number(row.now));
         const untilExpiry = Number(row.expires_at) - Number(row.now);
