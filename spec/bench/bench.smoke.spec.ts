@@ -46,5 +46,5 @@ describe('npm run bench -- --smoke', () => {
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
-  }, 120_000);
+  }, 240_000);
 });
