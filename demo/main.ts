@@ -30,7 +30,7 @@ interface Failover {
 async function main(): Promise<void> {
   const folder = mkdtempSync(join(os.tmpdir(), 'observe-leadership-demo-'));
   const file = join(folder, 'demo.db');
-  openDatabase(file, { busyTimeout: 1_000, setupSql: ledgerTable }).close();
+  openDatabase(file, { journal: 'wal', busyTimeout: 1_000, setupSql: ledgerTable }).close();
   console.log(`observe-leadership demo: 3 worker processes elect one leader through ${file}`);
   console.log(
     `leases last ${timing.expiresAfter} ms and are renewed every ${timing.renewEvery} ms; ` +
@@ -41,7 +41,7 @@ async function main(): Promise<void> {
   const all: WorkerProcess[] = [];
   const spawn = (name: string) => {
     leading.delete(name); // a killed worker reported nothing
-    const worker = new WorkerProcess(name, 'candidate', { file, ledgerEvery, ...timing }, (record) => tell(name, record), (text) =>
+    const worker = new WorkerProcess(name, 'candidate', { file, journal: 'wal', ledgerEvery, ...timing }, (record) => tell(name, record), (text) =>
       process.stderr.write(text),
     );
     workers.push(worker);
