@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { Campaign } from '../../src/campaign/campaign';
-import { LeadershipError, LeadershipEvent } from '../../src';
+import { Lease, LeadershipError, LeadershipEvent } from '../../src';
 import { AcquireResult, ChangeOrigin, LeaseStore } from '../../src/store/lease-store';
 import { sqliteLeaseStore } from '../../src/store/sqlite/sqlite-lease-store';
 import { virtualTime } from '../support/virtual-time';
@@ -118,6 +118,75 @@ describe('Campaign', () => {
     expect(seen).toEqual([[10, 'elected'], [40, 'renewed']]);
     expect(acquire).toHaveBeenCalledTimes(2);
     expect(renew).toHaveBeenCalledTimes(1);
+  });
+
+  describe('with a store that can prove a tenure ended (SQLite: a leader on this host whose process is gone)', () => {
+    let watched: Array<{ lease: Lease; onEnded: () => void; closed: boolean }>;
+    beforeEach(() => {
+      watched = [];
+      store.watchTenure = (lease, onEnded) => {
+        const watch = { lease, onEnded, closed: false };
+        watched.push(watch);
+        return {
+          get watching() {
+            return !watch.closed;
+          },
+          close: () => void (watch.closed = true),
+        };
+      };
+    });
+
+    it('watches the tenure it found as a standby, and takes the slot from it at once on proof of its end', () => {
+      const acquire = jest.spyOn(store, 'acquire');
+      // x's lease runs until 100; the proof comes at 10.
+      expect(campaignOfB({ 10: () => watched[0].onEnded() })).toEqual([[10, 'elected']]);
+      expect(watched.map(({ lease }) => lease)).toEqual([{ slot: 0, holder: 'x', term: 1 }]);
+      expect(acquire).toHaveBeenLastCalledWith(0, 'b', 10, 90, expect.objectContaining({ ended: { slot: 0, holder: 'x', term: 1 } }));
+    });
+
+    it('without proof, waits for the lease: a watch that stops without a word proves nothing', () => {
+      const timing = { renewEvery: 60, expiresAfter: 200, retryEvery: 10 };
+      const seen = campaignOfB({ 10: () => void (watched[0].closed = true) }, 150, timing);
+      expect(seen).toEqual([[101, 'elected']]); // the first millisecond after x's expiry at 100
+      expect(watched.length).toBeGreaterThan(1); // watched again at later attempts
+    });
+
+    it('takes nothing from a tenure that is no longer the slot’s when the proof comes', () => {
+      const store2 = sqliteLeaseStore(db);
+      const seen = campaignOfB({
+        5: () => (releaseX(), store2.acquire(0, 'x', 5, 1_000)), // x's next tenure, term 2, unreported
+        10: () => watched[0].onEnded(), // the end of x's term 1, proven late
+      });
+      expect(seen).toEqual([]);
+      expect(store2.read(0)).toMatchObject({ holder: 'x', term: 2 });
+    });
+
+    it('does not watch without a standby place', () => {
+      ['p', 'q', 'r'].forEach((holder) => sqliteLeaseStore(db).standBy(0, holder, 0, 1_000, 3));
+      campaignOfB({});
+      expect(watched).toEqual([]);
+    });
+
+    it('tells the store a lost tenure ended only after the `lost` event', () => {
+      const order: string[] = [];
+      store.endTenure = (lease) => order.push(`endTenure ${lease.term}`);
+      const scheduler = virtualTime();
+      scheduler.run(() => {
+        const campaign = new Campaign(
+          store,
+          0,
+          'b',
+          { renewEvery: 30, expiresAfter: 90, retryEvery: 50 },
+          { next: (event) => order.push(`${event.type} ${'term' in event ? event.term : ''}`), error: (error) => { throw error; } },
+          scheduler,
+        );
+        campaign.start();
+        // Another holder takes the slot: b's next renewal finds it gone.
+        scheduler.schedule(() => db.prepare(`UPDATE worker_leadership SET holder = 'thief' WHERE slot = 0`).run(), 10);
+        scheduler.schedule(() => campaign.stop(), 40);
+      });
+      expect(order).toEqual(['elected 1', 'lost 1', 'endTenure 1']);
+    });
   });
 
   describe('with a store that answers later (a database across the network)', () => {

@@ -1,7 +1,7 @@
 import { SchedulerLike, Subscription } from 'rxjs';
 import { LeadershipError } from '../leadership-error';
 import { Lease, LeadershipEvent, LostReason } from '../leadership-event';
-import { AcquireResult, ChangeOrigin, Eventually, isPromiseLike, LeaseStore } from '../store/lease-store';
+import { AcquireResult, ChangeOrigin, Eventually, isPromiseLike, LeaseStore, LeaseView, TenureWatch } from '../store/lease-store';
 
 /**
  * How many followers of a slot stand by: they watch for releases and take the slot within
@@ -71,6 +71,10 @@ export class Campaign {
   private inFlight: object | undefined;
   /** What runs once the operation in flight settles, instead of at its own time. */
   private afterFlight: (() => void) | undefined;
+  /** While this follower stands by, and its store can tell: its watch on the leader's tenure. */
+  private leaderWatch: { readonly lease: Lease; readonly watch: TenureWatch } | undefined;
+  /** A tenure whose end the store proved: attempts may take the slot from it until it changes hands. */
+  private ended: Lease | undefined;
 
   constructor(
     private readonly store: LeaseStore,
@@ -101,6 +105,7 @@ export class Campaign {
   private readonly withdraw = (): void => {
     const standing = this.unwatch !== undefined || this.standby === 'held';
     this.listen(false);
+    this.unwatchLeader();
     const { tenure } = this;
     this.tenure = undefined;
     this.perform(
@@ -149,8 +154,9 @@ export class Campaign {
     this.changedInFlight = false;
     const sentAt = this.now();
     const { expiresAfter } = this.timing;
+    const { ended } = this;
     this.perform(
-      () => this.store.acquire(this.slot, this.holder, sentAt, expiresAfter, { waitForLock }),
+      () => this.store.acquire(this.slot, this.holder, sentAt, expiresAfter, { waitForLock, ended }),
       (result) => this.onAcquireResult(result, sentAt),
       (error) => {
         if (this.stopped) return;
@@ -169,18 +175,23 @@ export class Campaign {
       this.tenure = { term: result.lease.term, expiresAt: sentAt + this.timing.expiresAfter };
       this.standby = 'unknown';
     }
+    // A proven end counts only while the slot stays with that tenure.
+    if (this.ended !== undefined && (result.acquired || !isTenure(result.lease, this.ended))) this.ended = undefined;
     if (this.stopped) return;
     if (!result.acquired) {
       this.standBy();
+      this.watchLeader(result);
       if (this.changedInFlight) return this.wake(this.attemptInCrowd, 0);
       return this.wake(this.attempt, this.untilNextAttempt(result.expiresIn));
     }
     this.listen(false); // winning gave the standby place up
+    this.unwatchLeader();
     const { term, expiresAt } = this.tenure as Tenure;
     if (this.now() >= expiresAt) {
       // The answer came after the lease it granted could have run out: never believed. The
       // slot is still this holder's in the store, so the next attempt takes it at once.
       this.tenure = undefined;
+      this.store.endTenure?.(this.lease(term));
       return this.wake(this.attempt, 0);
     }
     if (this.emit({ type: 'elected', ...this.lease(term), expiresAt })) this.renewInTime();
@@ -224,6 +235,41 @@ export class Campaign {
     } catch {
       // As it was.
     }
+  }
+
+  /**
+   * A standby watches the tenure it found in the slot, where the store can tell it of that
+   * tenure's end before its expiry (SQLite: a leader on this host whose process is gone).
+   * The other followers rely on the standbys.
+   */
+  private watchLeader({ lease, expiresIn }: LeaseView): void {
+    const wanted = this.store.watchTenure !== undefined && this.standby === 'held' && expiresIn >= 0 && lease.holder !== this.holder;
+    const current = this.leaderWatch;
+    if (wanted && current !== undefined && isTenure(lease, current.lease) && current.watch.watching) return;
+    this.unwatchLeader();
+    if (!wanted) return;
+    const tenure = this.lease(lease.term, lease.holder);
+    const watch = (this.store.watchTenure as NonNullable<LeaseStore['watchTenure']>)(tenure, () => this.onTenureEnded(tenure));
+    this.leaderWatch = { lease: tenure, watch };
+  }
+
+  private unwatchLeader(): void {
+    this.leaderWatch?.watch.close();
+    this.leaderWatch = undefined;
+  }
+
+  /**
+   * The store proved that the leader's tenure ended before its lease did (its process is
+   * gone): this follower tries at once to take the slot from exactly that holder and term.
+   */
+  private onTenureEnded(tenure: Lease): void {
+    if (this.leaderWatch?.lease !== tenure) return; // no longer watched
+    this.leaderWatch = undefined;
+    if (this.stopped || this.tenure !== undefined) return;
+    this.ended = tenure;
+    if (this.inFlight) return void (this.changedInFlight = true);
+    this.attemptDue = true;
+    this.wake(this.attempt, 0);
   }
 
   private listen(on: boolean): void {
@@ -288,7 +334,10 @@ export class Campaign {
   private lose(reason: LostReason): void {
     const lease = this.lease((this.tenure as Tenure).term);
     this.tenure = undefined;
-    if (this.emit({ type: 'lost', ...lease, reason })) this.wake(this.attempt, 0);
+    const goesOn = this.emit({ type: 'lost', ...lease, reason });
+    // Only now, with the belief gone everywhere it was told, may the store say so.
+    this.store.endTenure?.(lease);
+    if (goesOn) this.wake(this.attempt, 0);
   }
 
   private onStoreError(error: unknown, carryOn: () => void): void {
@@ -356,11 +405,15 @@ export class Campaign {
     this.timer = this.scheduler.schedule(run, delay);
   }
 
-  private lease(term: number): Lease {
-    return { slot: this.slot, holder: this.holder, term };
+  private lease(term: number, holder = this.holder): Lease {
+    return { slot: this.slot, holder, term };
   }
 
   private now(): number {
     return Math.floor(this.scheduler.now());
   }
+}
+
+function isTenure(lease: Pick<Lease, 'holder' | 'term'>, tenure: Lease): boolean {
+  return lease.holder === tenure.holder && lease.term === tenure.term;
 }

@@ -34,6 +34,18 @@ export interface AcquireOptions {
    * behind it only slows it down. Stores without a database-wide write lock ignore it.
    */
   readonly waitForLock?: boolean;
+  /**
+   * A tenure whose end was proven (`watchTenure` reported it): the attempt may take the slot
+   * from exactly that holder and term before the lease expires. Nothing else ever may.
+   */
+  readonly ended?: Lease;
+}
+
+/** A follower's watch on the leader's tenure (see `LeaseStore.watchTenure`). */
+export interface TenureWatch {
+  /** Whether it still watches; once it stops without a word, only the lease is left to go by. */
+  readonly watching: boolean;
+  close(): void;
 }
 
 /** A slot's lease as seen at one moment, with the time it had left then. */
@@ -116,4 +128,17 @@ export interface LeaseStore {
   watch(listener: (origin: ChangeOrigin) => void): () => void;
   /** Whether changes are being reported right now (a watch can fail, or not be possible at all). */
   isWatching(): boolean;
+  /**
+   * Optional, for stores whose candidates share a host: calls `onEnded` if, and only if,
+   * there is positive proof that `lease`'s holder no longer believes in it (its process is
+   * gone, or it gave the tenure up), so that a follower may take the slot at once with
+   * `acquire(..., { ended: lease })`. No word proves nothing: the lease still stands.
+   */
+  watchTenure?(lease: Lease, onEnded: () => void): TenureWatch;
+  /**
+   * Optional, the leader's side of `watchTenure`: this candidate no longer believes it holds
+   * `lease` (it was lost), so the store may stop proving its holder alive. `release` does
+   * the same by itself. Never throws.
+   */
+  endTenure?(lease: Lease): void;
 }

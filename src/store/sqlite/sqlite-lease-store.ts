@@ -4,11 +4,12 @@ import { resolve } from 'node:path';
 import { LeadershipError } from '../../leadership-error';
 import { Lease } from '../../leadership-event';
 import { checkLease } from '../lease-check';
-import { AcquireOptions, AcquireResult, ChangeOrigin, LeaseReader, LeaseRecord, LeaseStore, LeaseView } from '../lease-store';
+import { AcquireOptions, AcquireResult, ChangeOrigin, LeaseReader, LeaseRecord, LeaseStore, LeaseView, TenureWatch } from '../lease-store';
 import { ChangeListeners } from '../change-listeners';
 import { toLeadershipError } from './sqlite-error';
 import { installSqliteSchema } from './sqlite-schema';
 import { SignalFile } from './signal-file';
+import { TenureEndpoints } from './tenure-endpoints';
 
 /*
  * A tenure is still ours while the row keeps our holder and the companion table keeps our
@@ -27,9 +28,12 @@ const statementText = {
   // Sets `holder` even when it is ours already, so that the take-over trigger advances the term.
   // An expiry that is not a number was written by no valid candidate (the column has no type
   // check): it counts as expired, or the slot would be stuck forever (text sorts after numbers).
+  // A tenure whose end was proven (`endedHolder`, `endedTerm`; NULL otherwise, which matches
+  // nothing) may be taken before it expires.
   take: `INSERT INTO worker_leadership (slot, holder, expires_at) VALUES (@slot, @holder, @expiresAt)
     ON CONFLICT (slot) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-    WHERE expires_at < @now OR holder = @holder OR typeof(expires_at) NOT IN ('integer', 'real')`,
+    WHERE expires_at < @now OR holder = @holder OR typeof(expires_at) NOT IN ('integer', 'real')
+      OR (holder = @endedHolder AND (SELECT term FROM worker_leadership_term WHERE slot = @slot) = @endedTerm)`,
   renew: `UPDATE worker_leadership SET expires_at = @expiresAt WHERE ${ownTenure}`,
   release: `DELETE FROM worker_leadership WHERE ${ownTenure}`,
   standbyRead: `SELECT place, holder, expires_at AS expiresAt FROM worker_leadership_standby WHERE slot = ?`,
@@ -47,6 +51,11 @@ interface TakeParameters {
   expiresAt: number;
 }
 
+interface EndedTenure {
+  endedHolder: string | null;
+  endedTerm: number | null;
+}
+
 interface StandbyPlace {
   place: number;
   holder: string;
@@ -60,7 +69,7 @@ interface Statements {
   standbyLeave: Statement<[{ slot: number; holder: string }]>;
   renew: Statement<[Lease & { expiresAt: number }]>;
   release: Statement<[Lease]>;
-  acquire: Transaction<(parameters: TakeParameters) => { acquired: boolean; lease: LeaseRecord }>;
+  acquire: Transaction<(parameters: TakeParameters & EndedTenure) => { acquired: boolean; lease: LeaseRecord }>;
   fenced: Transaction<(lease: Lease, now: () => number, work: () => unknown) => unknown>;
 }
 
@@ -92,6 +101,11 @@ function isLive({ expiresAt }: LeaseRecord, now: number): boolean {
   return typeof expiresAt === 'number' && expiresAt >= now;
 }
 
+/** Whether `lease` is the tenure `ended`, whose end was proven. */
+function isEnded(lease: LeaseRecord, ended: Lease | undefined): boolean {
+  return ended !== undefined && lease.holder === ended.holder && lease.term === ended.term;
+}
+
 const stores = new WeakMap<Database, SqliteLeaseStore>();
 
 /** The lease store of `db`, made once per connection so that its statements are prepared once. */
@@ -119,20 +133,41 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
   private settings: { lockingMode: Statement<[], string>; journalMode: Statement<[], string> } | undefined;
   /** Where releases and elections are signalled to other processes; none for a database in memory. */
   private readonly signalFile: SignalFile | undefined;
+  /** How followers on this host learn at once that a leader's process is gone; none in memory. */
+  private readonly endpoints: TenureEndpoints | undefined;
+  /** The tenure being committed, whose endpoint is open already. */
+  private uncommitted: Lease | undefined;
 
   constructor(private readonly db: Database) {
-    this.signalFile = db.memory ? undefined : new SignalFile(canonicalPath(db.name));
+    const file = db.memory ? undefined : canonicalPath(db.name);
+    this.signalFile = file === undefined ? undefined : new SignalFile(file);
+    this.endpoints = file === undefined ? undefined : new TenureEndpoints(file);
   }
 
-  acquire(slot: number, holder: string, now: number, expiresAfter: number, { waitForLock = true }: AcquireOptions = {}): AcquireResult {
+  acquire(slot: number, holder: string, now: number, expiresAfter: number, { waitForLock = true, ended }: AcquireOptions = {}): AcquireResult {
     return this.guard((statements) => {
       const answer = (acquired: boolean, lease: LeaseRecord): AcquireResult => ({ acquired, ...viewAt(lease, now) });
       // Reading first keeps followers off the write lock while a live lease stands.
       const seen = statements.read.get(slot);
-      if (seen !== undefined && seen.holder !== holder && isLive(seen, now)) return answer(false, seen);
-      const take = () => statements.acquire.immediate({ slot, holder, now, expiresAt: now + expiresAfter });
+      if (seen !== undefined && seen.holder !== holder && isLive(seen, now) && !isEnded(seen, ended)) return answer(false, seen);
+      const parameters = { slot, holder, now, expiresAt: now + expiresAfter, endedHolder: ended?.holder ?? null, endedTerm: ended?.term ?? null };
+      const take = () => {
+        try {
+          return statements.acquire.immediate(parameters);
+        } catch (error) {
+          // The commit failed (better-sqlite3 commits after the transaction's function): the
+          // tenure never was, and nobody may ever reach its endpoint.
+          if (this.uncommitted !== undefined) this.endpoints?.closeFor(this.uncommitted);
+          throw error;
+        } finally {
+          this.uncommitted = undefined;
+        }
+      };
       const { acquired, lease } = waitForLock ? take() : this.withoutBusyWait(take);
-      if (acquired) this.signalFile?.signal(); // for observers; standbys find it taken
+      if (acquired) {
+        this.signalFile?.signal(); // for observers; standbys find it taken
+        if (ended !== undefined && seen !== undefined && isEnded(seen, ended)) this.endpoints?.removeLeftover(ended);
+      }
       return answer(acquired, lease);
     });
   }
@@ -141,13 +176,32 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
     return this.guard((statements) => statements.renew.run({ ...lease, expiresAt: now + expiresAfter }).changes === 1);
   }
 
+  /** Frees the slot if it still holds `lease`; this candidate stops proving that it lives either way. */
   release(lease: Lease): boolean {
-    const released = this.guard((statements) => statements.release.run(lease).changes === 1);
+    let released: boolean;
+    try {
+      released = this.guard((statements) => statements.release.run(lease).changes === 1);
+    } finally {
+      this.endpoints?.closeFor(lease);
+    }
     if (released) {
       this.listeners.notify('here'); // candidates on this connection
       this.signalFile?.signal(); // everybody else
     }
     return released;
+  }
+
+  endTenure(lease: Lease): void {
+    this.endpoints?.closeFor(lease);
+  }
+
+  /** The listening socket of `lease`'s endpoint, while this candidate holds it (see TenureEndpoints). */
+  endpointDescriptor(lease: Lease): number | undefined {
+    return this.endpoints?.descriptorOf(lease);
+  }
+
+  watchTenure(lease: Lease, onEnded: () => void): TenureWatch {
+    return this.endpoints?.watch(lease, onEnded) ?? { watching: false, close: () => undefined };
   }
 
   standBy(slot: number, holder: string, now: number, expiresAfter: number, places: number): boolean {
@@ -353,11 +407,19 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
       standbyLeave,
       renew: db.prepare(statementText.renew),
       release: db.prepare(statementText.release),
-      // A leader is nobody's standby: winning gives its standby place up, if it had one.
-      acquire: db.transaction((parameters: TakeParameters) => {
+      // A leader is nobody's standby: winning gives its standby place up, if it had one. Its
+      // endpoint opens before the commit, so that whoever reads the tenure can reach it; if
+      // the commit fails, nobody ever could, and it closes.
+      acquire: db.transaction((parameters: TakeParameters & EndedTenure) => {
         const acquired = take.run(parameters).changes === 1;
-        if (acquired) standbyLeave.run({ slot: parameters.slot, holder: parameters.holder });
-        return { acquired, lease: read.get(parameters.slot) as LeaseRecord };
+        const lease = read.get(parameters.slot) as LeaseRecord;
+        if (acquired) {
+          standbyLeave.run({ slot: parameters.slot, holder: parameters.holder });
+          const tenure = { slot: parameters.slot, holder: lease.holder, term: lease.term };
+          this.endpoints?.openFor(tenure);
+          this.uncommitted = tenure;
+        }
+        return { acquired, lease };
       }),
       // The check and the work share one IMMEDIATE transaction: a takeover needs the write
       // lock, so it cannot fall between them, however long this process pauses. The time is

@@ -1,0 +1,33 @@
+import { readFileSync, realpathSync } from 'node:fs';
+
+/** A Unix socket of this host bound to a tenure endpoint's path, as /proc/net/unix lists it. */
+export interface EndpointSocket {
+  readonly inode: number;
+  /** `listening`, or `connected`: a follower's connection, as the leader accepted it. */
+  readonly state: 'listening' | 'connected' | 'other';
+  readonly path: string;
+}
+
+/**
+ * The sockets of every tenure endpoint of `file` on this host (Linux): the leader's listening
+ * socket, and the connections it accepted, which carry its path. A follower's end of a
+ * connection has no path, so the count of `connected` ones is the count of watchers.
+ */
+export function endpointSockets(file: string): EndpointSocket[] {
+  const prefix = `${realpathSync(file)}-leadership-`;
+  return readFileSync('/proc/net/unix', 'utf8')
+    .split('\n')
+    .slice(1)
+    .map((line) => line.trim().split(/\s+/))
+    .filter((fields) => fields[7]?.startsWith(prefix))
+    .map(([, , , flags, , state, inode, path]) => ({
+      inode: Number(inode),
+      state: (parseInt(flags, 16) & 0x10000) !== 0 ? 'listening' : state === '03' ? 'connected' : 'other',
+      path,
+    }));
+}
+
+/** How many followers are connected to the endpoints of `file`. */
+export function watcherCount(file: string): number {
+  return endpointSockets(file).filter((socket) => socket.state === 'connected').length;
+}
