@@ -1,14 +1,24 @@
 import Database from 'better-sqlite3';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { eventually } from '../../chaos/eventually';
 import { observeLeadership } from '../../src';
+import { watcherCount } from '../../chaos/endpoint-sockets';
 import { SpawnedScript } from '../support/spawned-script';
 import { temporaryDatabase, TemporaryDatabase } from '../support/temporary-database';
 
 const cliScript = join(__dirname, '..', '..', 'dist', 'cli', 'main.js');
 
 const cli = (...args: string[]) => new SpawnedScript(cliScript, args).result();
+
+/** Whether process `pid` exists and is not a zombie (one that nobody reaped is dead all the same). */
+function isRunning(pid: number): boolean {
+  try {
+    return !readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].startsWith('Z');
+  } catch {
+    return false;
+  }
+}
 
 describe('the observe-leadership command', () => {
   let file: TemporaryDatabase;
@@ -97,6 +107,22 @@ describe('the observe-leadership command', () => {
       file.open().prepare(`UPDATE worker_leadership SET holder = 'thief', expires_at = ? WHERE slot = 0`).run(Date.now() + 60_000);
       await eventually('the command stopped', () => runner.output.includes('lost the lease (superseded)') && runner.output.includes('one stops'));
       expect(runner.process.exitCode).toBeNull(); // still campaigning
+    });
+
+    it('takes its command down with it when killed outright (SIGKILL), before another runner takes over early', async () => {
+      const pidFile = (name: string) => join(file.file, '..', `${name}.pid`);
+      // The default timing: the lease has 60 s to run when the runner dies.
+      const sleeper = (name: string) => ['bash', '-c', `echo $$ > ${pidFile(name)}; echo "${name} runs for term $OBSERVE_LEADERSHIP_TERM"; exec sleep 600`];
+      const first = start('run', file.file, '--', ...sleeper('one'));
+      await first.shows(/one runs for term 1/);
+      const second = start('run', file.file, '--', ...sleeper('two'));
+      await second.shows(/campaigning/);
+      await eventually('the second runner watching the first', () => watcherCount(file.file) === 1);
+      const command = Number(readFileSync(pidFile('one'), 'utf8'));
+      expect(isRunning(command)).toBe(true);
+      first.process.kill('SIGKILL');
+      await second.shows(/two runs for term 2/);
+      expect(isRunning(command)).toBe(false);
     });
 
     it('releases and exits with the code of a command that ends by itself', async () => {

@@ -1,9 +1,11 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { constants } from 'node:os';
+import { join } from 'node:path';
 import { Observable, Subscription } from 'rxjs';
 import { MAX_DELAY } from '../argument-check';
 import { ElectedEvent } from '../leadership-event';
 import { observeLeadership } from '../observe-leadership';
+import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 import { CliError, exitCode, integerOption, parseArguments } from './cli-arguments';
 import { openDatabase } from './open-database';
 
@@ -14,6 +16,10 @@ import { openDatabase } from './open-database';
  * campaigns again; when `stop` emits (SIGINT, SIGTERM) it stops the command, then releases.
  * It ends with the command's exit code: when the command exits by itself while leading
  * (the lease is released), or when asked to stop.
+ *
+ * The command runs under a guard (see command-guard.ts), in a process group of its own:
+ * the stop signals reach the command's children too, and a runner killed outright takes its
+ * command with it before any follower can take over.
  */
 export function runCommand(argv: readonly string[], log: (line: string) => void, stop: Observable<unknown>): Promise<number> {
   const parsed = parseArguments(argv, ['slot', 'renew-every', 'expires-after', 'retry-every', 'grace'], []);
@@ -47,8 +53,10 @@ export function runCommand(argv: readonly string[], log: (line: string) => void,
 
     const start = (lease: ElectedEvent) => {
       log(`elected, term ${lease.term}: starting ${[command, ...commandArguments].join(' ')}`);
-      const started = spawn(command, commandArguments, {
-        stdio: 'inherit',
+      const endpoint = sqliteLeaseStore(db).endpointDescriptor(lease);
+      const started = spawn(process.execPath, [join(__dirname, 'command-guard.js'), command, ...commandArguments], {
+        stdio: ['inherit', 'inherit', 'inherit', 'pipe', endpoint ?? 'ignore'],
+        detached: true,
         env: {
           ...process.env,
           OBSERVE_LEADERSHIP_SLOT: String(lease.slot),
@@ -78,10 +86,10 @@ export function runCommand(argv: readonly string[], log: (line: string) => void,
       const running = child;
       if (running === undefined) return childExited;
       child = undefined;
-      running.kill('SIGTERM');
+      running.kill('SIGTERM'); // the guard passes it on
       const killer = setTimeout(() => {
         log(`${command} still runs ${grace} ms after SIGTERM: SIGKILL`);
-        running.kill('SIGKILL');
+        running.stdio[3]?.destroy(); // the lifeline: the guard kills the command's group
       }, grace);
       const code = await childExited;
       clearTimeout(killer);
@@ -134,3 +142,4 @@ export function runCommand(argv: readonly string[], log: (line: string) => void,
     });
   });
 }
+
