@@ -14,6 +14,8 @@ export interface ChaosDatabase {
   holdLock(): Promise<boolean>;
   releaseLock(): Promise<void>;
   leaseRows(): Promise<FinalState['rows']>;
+  /** The holders of a slot's live standby places; `undefined` where the store keeps none. */
+  standbys(slot: number): Promise<string[] | undefined>;
   ledger(): Promise<LedgerRow[]>;
   close(): Promise<void>;
 }
@@ -39,6 +41,13 @@ export function sqliteChaosDatabase(file: string, journal: JournalMode): ChaosDa
     releaseLock: async () => void db.exec('COMMIT'),
     leaseRows: async () =>
       db.prepare('SELECT slot, holder, expires_at AS expiresAt FROM worker_leadership ORDER BY slot').all() as FinalState['rows'],
+    standbys: async (slot) => {
+      try {
+        return db.prepare('SELECT holder FROM worker_leadership_standby WHERE slot = ? AND expires_at >= ?').pluck().all(slot, Date.now()) as string[];
+      } catch {
+        return []; // locked, or no table yet
+      }
+    },
     ledger: async () => db.prepare('SELECT id, slot, holder, term, seq, at FROM chaos_ledger ORDER BY id').all() as LedgerRow[],
     close: async () => void db.close(),
   };
@@ -81,6 +90,7 @@ export async function postgresChaosDatabase({ url, schema }: PostgresTarget): Pr
         holder: row.holder,
         expiresAt: Number(row.expires_at),
       })),
+    standbys: async () => undefined,
     ledger: async () =>
       (await pool.query(`SELECT id, slot, holder, term, seq, at FROM "${schema}".chaos_ledger ORDER BY id`)).rows.map((row) => ({
         id: Number(row.id),

@@ -1,4 +1,4 @@
-import { beliefSegments, BeliefSegment, FaultKind, FaultRecord, groupBy, overlappingBeliefs, WorkerRecord } from './history';
+import { beliefSegments, BeliefSegment, FaultKind, FaultRecord, groupBy, overlappingBeliefs, uncommittedSeq, WorkerRecord } from './history';
 import { ChaosHistory } from './orchestrator';
 
 export type CheckName = 'overlap' | 'term-order' | 'ledger' | 'pause' | 'final' | 'liveness';
@@ -69,6 +69,10 @@ export function checkHistory(history: ChaosHistory, { slack = 1_000 }: CheckOpti
     });
   }
 
+  for (const row of ledger.filter((r) => r.seq === uncommittedSeq)) {
+    flag('ledger', `slot ${row.slot}: row ${row.id} was committed, although its process was killed inside the transaction`);
+  }
+
   for (const [slot, rows] of groupBy(ledger, (row) => row.slot)) {
     const slotTenures = tenures.filter((t) => t.slot === slot);
     rows.forEach((row, i) => {
@@ -130,8 +134,11 @@ export function checkHistory(history: ChaosHistory, { slack = 1_000 }: CheckOpti
 function allowance(fault: FaultRecord, expiresAfter: number, retryBound: number): number {
   const lasted = (fault.until ?? fault.at) - fault.at;
   const byKind: Record<FaultKind, number> = {
-    // The lease must run out, then a follower's attempt comes.
+    // At worst (no standby saw the end: none was watching yet, or all died with it), the lease
+    // must run out, then a follower's attempt comes.
     kill: expiresAfter + retryBound,
+    'kill-in-fenced': expiresAfter + retryBound,
+    'kill-with-standbys': expiresAfter + retryBound,
     // As a crash; if the pause caught the leader inside a write, nobody can write until it ends.
     pause: Math.max(expiresAfter, lasted) + retryBound,
     // A release: the next attempt takes the slot.
@@ -158,7 +165,7 @@ function leaderlessGap(fault: FaultRecord, segments: BeliefSegment[], endedAt: n
   // busy wait cannot report that its lease ran out meanwhile: it may be hit after another
   // took over. It hit the leader only if its holder still believed it led then.
   const hitLeader =
-    (fault.kind === 'kill' || fault.kind === 'pause') &&
+    ['kill', 'kill-in-fenced', 'kill-with-standbys', 'pause'].includes(fault.kind) &&
     segments.some((s) => s.slot === fault.slot && s.holder === fault.holder && s.start <= fault.at && fault.at <= s.end);
   let from = fault.at;
   let holeStart = fault.at;

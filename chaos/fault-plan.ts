@@ -23,6 +23,8 @@ export interface PlanOptions {
 /** How often each kind comes, relative to the others. */
 const weights: Array<[FaultKind, number]> = [
   ['kill', 3],
+  ['kill-in-fenced', 2],
+  ['kill-with-standbys', 2],
   ['pause', 3],
   ['stop', 2],
   ['resubscribe', 2],

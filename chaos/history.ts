@@ -17,11 +17,12 @@ export interface WorkerRecord {
   term?: number;
   expiresAt?: number;
   reason?: string;
+  seq?: number;
   code?: string;
   message?: string;
 }
 
-export type FaultKind = 'kill' | 'pause' | 'stop' | 'resubscribe' | 'lock' | 'burst';
+export type FaultKind = 'kill' | 'kill-in-fenced' | 'kill-with-standbys' | 'pause' | 'stop' | 'resubscribe' | 'lock' | 'burst';
 
 /** One fault the orchestrator injected. */
 export interface FaultRecord {
@@ -59,8 +60,14 @@ export interface BeliefSegment {
   end: number;
 }
 
-/** Reports after which a worker no longer believes it leads that slot. */
-export const endsBelief: ReadonlySet<string> = new Set(['lost', 'unsubscribed', 'terminated']);
+/**
+ * Reports after which a worker no longer believes it leads that slot; `killed` is the
+ * orchestrator's, made just before it sends SIGKILL (a dead process believes nothing).
+ */
+export const endsBelief: ReadonlySet<string> = new Set(['lost', 'unsubscribed', 'terminated', 'killed']);
+
+/** The ledger's `seq` of a row written inside a transaction whose process is killed before it commits. */
+export const uncommittedSeq = -2;
 
 /**
  * Each write that a worker reported (`elected`, `renewed`) makes it believe it leads that

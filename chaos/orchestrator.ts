@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChaosDatabase, postgresChaosDatabase, PostgresTarget, sqliteChaosDatabase } from './chaos-database';
 import { planFaults, PlannedFault } from './fault-plan';
-import { FaultRecord, LedgerRow, WorkerRecord } from './history';
+import { FaultRecord, LedgerRow, uncommittedSeq, WorkerRecord } from './history';
 import { JournalMode, WorkerOptions } from './worker';
 import { sleep, stopWorkers, WorkerKind, WorkerProcess } from './worker-process';
 
@@ -122,6 +122,32 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
         if (!leader) return skip('no leader');
         leader.signal(kind === 'kill' ? 'SIGKILL' : 'SIGTERM');
         return restartLater(leader);
+      case 'kill-in-fenced':
+        // Killed while it holds the write lock, with a ledger row written and not committed.
+        if (!leader || leader.kind !== 'candidate') return skip(leader ? 'the leader runs the original statements' : 'no leader');
+        leader.send(`fenced-hang ${slot}`);
+        return track(
+          hangOf(leader, slot, fault.at).then((hung) => {
+            if (!hung) return skip('the fenced transaction did not start (the lease was lost meanwhile)');
+            fault.at = Date.now();
+            leader.signal('SIGKILL');
+            restartLater(leader);
+          }),
+        );
+      case 'kill-with-standbys':
+        // Nobody is left to see the leader's end at once: the others wait for the lease.
+        if (!leader) return skip('no leader');
+        return track(
+          db.standbys(slot).then((holders) => {
+            if (holders === undefined) return skip('this store keeps no standby places');
+            const standbys = live().filter((w) => w !== leader && holders.includes(w.holder ?? ''));
+            fault.at = Date.now();
+            for (const victim of [leader, ...standbys]) {
+              victim.signal('SIGKILL');
+              restartLater(victim);
+            }
+          }),
+        );
       case 'pause':
         if (!leader) return skip('no leader');
         leader.paused = true;
@@ -165,6 +191,18 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
         return;
       }
     }
+  };
+
+  /** Whether `worker` reported that it blocked inside a fenced transaction on `slot`, within a lease. */
+  const hangOf = async (worker: WorkerProcess, slot: number, since: number): Promise<boolean> => {
+    const deadline = Date.now() + timing.expiresAfter;
+    const reported = (type: string) => worker.records.some((r) => r.type === type && r.slot === slot && r.seq === uncommittedSeq && r.at >= since);
+    while (Date.now() < deadline && worker.alive) {
+      if (reported('fenced-hang')) return true;
+      if (reported('fenced-rejected')) return false;
+      await sleep(5);
+    }
+    return false;
   };
 
   const plan = planFaults({ seed: options.seed, duration: options.duration, lease: options.lease, slots: options.slots });

@@ -2,7 +2,7 @@ import { CheckName, CheckResult } from './checker';
 import { FaultKind } from './history';
 import { ChaosHistory } from './orchestrator';
 
-const kinds: FaultKind[] = ['kill', 'pause', 'stop', 'resubscribe', 'lock', 'burst'];
+const kinds: FaultKind[] = ['kill', 'kill-in-fenced', 'kill-with-standbys', 'pause', 'stop', 'resubscribe', 'lock', 'burst'];
 const checks: Array<[CheckName, string]> = [
   ['overlap', 'overlapping beliefs'],
   ['term-order', 'terms out of order'],

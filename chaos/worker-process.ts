@@ -21,12 +21,14 @@ export class WorkerProcess {
   /** By slot: the holder this process leads with, if it leads. */
   readonly leading = new Map<number, string>();
   readonly holders = new Map<number, string>();
+  /** The holder of its current subscriptions (one for all its slots), once it reported it. */
+  holder: string | undefined;
 
   constructor(
     readonly name: string,
     readonly kind: WorkerKind,
     options: WorkerOptions,
-    onRecord: (record: WorkerRecord) => void,
+    private readonly onRecord: (record: WorkerRecord) => void,
     onStderr: (text: string) => void,
     /** A command that runs node for it (`ip netns exec NAME`, say), if not run directly. */
     launcher: string[] = [],
@@ -44,9 +46,7 @@ export class WorkerProcess {
       } catch {
         return onStderr(`${name}: ${line}`);
       }
-      this.observe(record);
-      this.records.push(record);
-      onRecord(record);
+      this.record(record);
     });
     this.child.stderr!.on('data', (chunk) => onStderr(`${name}: ${chunk}`));
     this.exited = new Promise((resolve) => this.child.once('exit', () => resolve()));
@@ -60,15 +60,28 @@ export class WorkerProcess {
     return this.child.exitCode === null && this.child.signalCode === null;
   }
 
+  /** Sends `signal`; for SIGKILL, first records that every slot's belief ends here. */
   signal(signal: NodeJS.Signals): void {
-    if (this.alive) this.child.kill(signal);
+    if (!this.alive) return;
+    if (signal === 'SIGKILL') {
+      const at = Date.now();
+      for (const slot of this.holders.keys()) this.record({ at, pid: this.pid, type: 'killed', slot });
+    }
+    this.child.kill(signal);
   }
 
   send(command: string): void {
     if (this.alive) this.child.stdin!.write(`${command}\n`);
   }
 
+  private record(record: WorkerRecord): void {
+    this.observe(record);
+    this.records.push(record);
+    this.onRecord(record);
+  }
+
   private observe(record: WorkerRecord): void {
+    if (record.type === 'subscribed') return void (this.holder = record.holder);
     const slot = record.slot ?? 0;
     if (record.holder) this.holders.set(slot, record.holder);
     if (record.type === 'elected' || record.type === 'renewed') this.leading.set(slot, record.holder!);

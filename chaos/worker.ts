@@ -5,8 +5,10 @@
  *
  * Options come as JSON in argv[2] (see WorkerOptions). Commands come one per line on
  * stdin: `unsubscribe`, `subscribe`, `fenced-write` (one more write with the last lease of
- * each slot, whatever the campaign says since), `usage` (CPU and event-loop time, for the
- * benchmark), `exit`. SIGTERM is a graceful stop.
+ * each slot, whatever the campaign says since), `fenced-hang SLOT` (a fenced transaction
+ * with that slot's last lease that never commits: the process blocks in it, to be killed
+ * there), `usage` (CPU and event-loop time, for the benchmark), `exit`. SIGTERM is a
+ * graceful stop.
  */
 import Database from 'better-sqlite3';
 import { createInterface } from 'node:readline';
@@ -16,6 +18,7 @@ import { asyncScheduler, EMPTY, interval, map, Subscription, tap } from 'rxjs';
 import { ElectedEvent, fenced, Lease, LeadershipEvent, LeaseStore, observeLeadership, whileLeader } from 'observe-leadership';
 import { postgresLeaseStore } from 'observe-leadership/postgres';
 import type { PostgresTarget } from './chaos-database';
+import { uncommittedSeq } from './history';
 
 export interface WorkerOptions {
   /** The SQLite file, unless the workers campaign on PostgreSQL. */
@@ -47,6 +50,11 @@ export interface WorkerOptions {
 interface WorkerDatabase {
   campaignIn: Database.Database | LeaseStore;
   append(lease: Lease, seq: number): Promise<void>;
+  /**
+   * Writes a ledger row of `uncommittedSeq` inside a fenced transaction, reports
+   * `fenced-hang`, and never commits: the process blocks there until it is killed.
+   */
+  hang(lease: Lease): Promise<void>;
   standingBy(holder: string): boolean | undefined;
   close(): Promise<void>;
 }
@@ -57,6 +65,12 @@ function sqliteWorkerDatabase(file: string, setup: DatabaseSetup): WorkerDatabas
   return {
     campaignIn: db,
     append: async (lease, seq) => void fenced(db, lease, () => append.run(lease.slot, lease.holder, lease.term, seq, Date.now())),
+    hang: async (lease) =>
+      void fenced(db, lease, () => {
+        append.run(lease.slot, lease.holder, lease.term, uncommittedSeq, Date.now());
+        report({ type: 'fenced-hang', slot: lease.slot, holder: lease.holder, term: lease.term, seq: uncommittedSeq });
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); // the whole process, inside the transaction
+      }),
     // Asked only once the campaign made its tables.
     standingBy: (holder) => {
       try {
@@ -77,6 +91,12 @@ function postgresWorkerDatabase({ url, schema }: PostgresTarget, worker: string,
     campaignIn: store,
     append: (lease, seq) =>
       fenced(store, lease, async (client) => void (await client.query(insert, [lease.slot, lease.holder, lease.term, seq, Date.now()]))),
+    hang: (lease) =>
+      fenced(store, lease, async (client) => {
+        await client.query(insert, [lease.slot, lease.holder, lease.term, uncommittedSeq, Date.now()]);
+        report({ type: 'fenced-hang', slot: lease.slot, holder: lease.holder, term: lease.term, seq: uncommittedSeq });
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+      }),
     standingBy: () => store.isWatching(),
     close: async () => {
       await store.settled().catch(() => undefined);
@@ -175,7 +195,7 @@ function main(): void {
           error: (error) => report({ worker, type: 'terminated', slot, code: error.code, message: error.message }),
         }),
     );
-    report({ worker, type: 'subscribed' });
+    report({ worker, type: 'subscribed', holder });
   };
 
   const unsubscribe = () => {
@@ -191,14 +211,23 @@ function main(): void {
     void db.close().finally(() => process.exit(0));
   };
 
-  const commands: Record<string, () => void> = {
+  const commands: Record<string, (argument?: string) => void> = {
     subscribe,
     unsubscribe,
     'fenced-write': () => lastLeases.forEach((lease) => fencedWrite(lease, -1)),
+    'fenced-hang': (slot = '0') => {
+      const lease = lastLeases.get(Number(slot));
+      if (lease) {
+        void db.hang(lease).catch(() => report({ worker, type: 'fenced-rejected', slot: lease.slot, holder: lease.holder, term: lease.term, seq: uncommittedSeq }));
+      }
+    },
     usage: () => reportUsage({ standby: db.standingBy(holder) }),
     exit,
   };
-  createInterface({ input: process.stdin }).on('line', (line) => commands[line.trim()]?.());
+  createInterface({ input: process.stdin }).on('line', (line) => {
+    const [command, argument] = line.trim().split(' ');
+    commands[command]?.(argument);
+  });
   process.once('SIGTERM', exit);
   subscribe();
 }

@@ -18,6 +18,6 @@ describe('planFaults', () => {
       if (fault.kind === 'pause') expect(fault.duration).toBeGreaterThan(options.lease);
       if (fault.kind === 'lock') expect(fault.duration).toBeGreaterThan(0);
     }
-    expect(new Set(faults.map((f) => f.kind))).toEqual(new Set(['kill', 'pause', 'stop', 'resubscribe', 'lock', 'burst']));
+    expect(new Set(faults.map((f) => f.kind))).toEqual(new Set(['kill', 'kill-in-fenced', 'kill-with-standbys', 'pause', 'stop', 'resubscribe', 'lock', 'burst']));
   });
 });

@@ -1,0 +1,127 @@
+import Database from 'better-sqlite3';
+import { beliefSegments, overlappingBeliefs, uncommittedSeq } from '../chaos/history';
+import type { WorkerOptions } from '../chaos/worker';
+import { eventually } from '../chaos/eventually';
+import { sleep } from '../chaos/worker-process';
+import { ChildWorker } from './support/child-worker';
+import { watcherCount } from '../chaos/endpoint-sockets';
+import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
+
+// A crashed leader's successor, on one host: real processes on a real file, in WAL mode as
+// README advises and with better-sqlite3's defaults. What is asserted is who led when, by
+// the processes' own reports, against the leases they wrote; never how fast (the benchmark
+// measures that).
+describe.each(['wal', 'delete'] as const)('early takeover across processes, journal_mode %s', (journal) => {
+  const defaults = { renewEvery: 30_000, expiresAfter: 60_000, retryEvery: 1_000 };
+  let database: TemporaryDatabase;
+  let workers: ChildWorker[];
+
+  const start = (count: number, options: Partial<WorkerOptions> = {}) =>
+    Array.from({ length: count }, () => {
+      const worker = new ChildWorker('candidate', { file: database.file, journal, ...defaults, ...options });
+      workers.push(worker);
+      return worker;
+    });
+  const leaderAmong = (candidates: ChildWorker[]) => eventually('a leader', () => candidates.find((w) => w.leads));
+  /** The end of the last lease that `worker` wrote, by its own reports. */
+  const lastExpiry = (worker: ChildWorker) => Math.max(...worker.records.filter((r) => r.expiresAt).map((r) => r.expiresAt!));
+  const noOverlap = () => expect(overlappingBeliefs(workers.flatMap((w) => beliefSegments(w.records)))).toEqual([]);
+
+  beforeEach(() => {
+    database = temporaryDatabase(journal);
+    workers = [];
+  });
+  afterEach(async () => {
+    await Promise.all(workers.map((worker) => worker.stop()));
+    database.remove();
+  });
+  const explain = async (test: () => Promise<void>) => {
+    try {
+      await test();
+    } catch (error) {
+      throw new Error(`${(error as Error).message}\n\n${workers.map((w) => w.describe()).join('\n')}`);
+    }
+  };
+
+  it('replaces a killed leader long before its lease ends (the default 60 s lease)', () =>
+    explain(async () => {
+      const candidates = start(3);
+      const first = await leaderAmong(candidates);
+      await eventually('both followers watching the leader', () => watcherCount(database.file) === 2);
+      first.signal('SIGKILL');
+      const killedAt = Date.now();
+      const second = await leaderAmong(candidates.filter((w) => w !== first));
+
+      const elected = second.last('elected')!;
+      expect(elected.at - killedAt).toBeLessThan(10_000); // generous: the lease had ~60 s left
+      expect(elected.at).toBeLessThan(lastExpiry(first) - 40_000);
+      expect(elected.term).toBeGreaterThan(first.last('elected')!.term!);
+      noOverlap();
+      // The new leader's followers watch it in turn: the next crash is seen as quickly.
+      await eventually('the follower watching the new leader', () => watcherCount(database.file) === 1);
+    }));
+
+  it('never takes over a stopped leader (SIGSTOP) before its lease expires, and it learns of its loss when it resumes', () =>
+    explain(async () => {
+      const candidates = start(3, { renewEvery: 1_000, expiresAfter: 3_000, retryEvery: 200 });
+      const first = await leaderAmong(candidates);
+      await eventually('both followers watching the leader', () => watcherCount(database.file) === 2);
+      first.signal('SIGSTOP');
+      await eventually('the leader stopped', () => first.stopped);
+      const second = await leaderAmong(candidates.filter((w) => w !== first));
+      expect(second.last('elected')!.at).toBeGreaterThan(lastExpiry(first));
+      first.signal('SIGCONT');
+      await eventually('the old leader’s loss', () => first.find('lost'));
+      noOverlap();
+    }));
+
+  it('replaces at once a stopped leader once it is killed', () =>
+    explain(async () => {
+      const candidates = start(2);
+      const first = await leaderAmong(candidates);
+      await eventually('the follower watching the leader', () => watcherCount(database.file) === 1);
+      first.signal('SIGSTOP');
+      await eventually('the leader stopped', () => first.stopped);
+      await sleep(500);
+      expect(candidates.filter((w) => w.leads)).toEqual([first]);
+      first.signal('SIGKILL');
+      const second = await leaderAmong(candidates.filter((w) => w !== first));
+      expect(second.last('elected')!.at).toBeLessThan(lastExpiry(first) - 40_000);
+      noOverlap();
+    }));
+
+  it('rolls back what a leader killed inside a fenced transaction wrote, and replaces it early', () =>
+    explain(async () => {
+      const candidates = start(2);
+      const first = await leaderAmong(candidates);
+      await eventually('the follower watching the leader', () => watcherCount(database.file) === 1);
+      first.send('fenced-hang 0');
+      await eventually('the leader inside its transaction', () => first.find('fenced-hang'));
+      first.signal('SIGKILL');
+      const second = await leaderAmong(candidates.filter((w) => w !== first));
+      expect(second.last('elected')!.at).toBeLessThan(lastExpiry(first) - 40_000);
+      const ledger = new Database(database.file, { readonly: true });
+      try {
+        expect(ledger.prepare('SELECT count(*) FROM chaos_ledger WHERE seq = ?').pluck().get(uncommittedSeq)).toBe(0);
+      } finally {
+        ledger.close();
+      }
+      noOverlap();
+    }));
+
+  it('waits for the lease when no follower saw the leader die: killed with its standbys', () =>
+    explain(async () => {
+      // Three standbys watch; the fourth follower relies on them, and polls.
+      const candidates = start(5, { renewEvery: 500, expiresAfter: 2_000, retryEvery: 200 });
+      const first = await leaderAmong(candidates);
+      await eventually('three standbys watching the leader', () => watcherCount(database.file) === 3);
+      await eventually('every candidate’s holder known', () => candidates.every((w) => w.holder));
+      const standbys = new Database(database.file, { readonly: true }).prepare('SELECT holder FROM worker_leadership_standby').pluck().all();
+      const [poller] = candidates.filter((w) => w !== first && !standbys.includes(w.holder));
+      for (const worker of candidates.filter((w) => w !== poller)) worker.signal('SIGKILL');
+      await leaderAmong([poller]);
+      expect(poller.last('elected')!.at).toBeGreaterThan(lastExpiry(first));
+      expect(poller.last('elected')!.term).toBeGreaterThan(first.last('elected')!.term!);
+      noOverlap();
+    }));
+});
