@@ -24,7 +24,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { eventually } from '../chaos/eventually';
 import { mulberry32 } from '../chaos/fault-plan';
-import { WorkerRecord } from '../chaos/history';
+import { beliefSegments, overlappingBeliefs, WorkerRecord } from '../chaos/history';
+import { watcherCount } from '../chaos/endpoint-sockets';
 import { seedStatements, seedTable } from '../chaos/seed-statements';
 import { PostgresTarget } from '../chaos/chaos-database';
 import { PostgresServer, startPostgresServer } from '../chaos/postgres-server';
@@ -43,7 +44,10 @@ interface Timing {
 
 /** The library's defaults, which the original worker shares (retryEvery aside: it has none). */
 const defaults: Timing = { renewEvery: 30_000, expiresAfter: 60_000, retryEvery: 1_000 };
-/** Crash takeover waits for the lease: a one-second lease keeps the trials short. */
+/**
+ * A crash on PostgreSQL waits for the lease (no host can tell another's crash from a
+ * partition): a one-second lease keeps its trials short, and the smoke run's.
+ */
 const shortLease: Timing = { renewEvery: 300, expiresAfter: 1_000, retryEvery: 1_000 };
 
 export interface Distribution {
@@ -118,6 +122,17 @@ class Cluster {
     );
   }
 
+  /** Waits until the leader's standbys (up to three) are connected to its endpoint. */
+  watched(): Promise<unknown> {
+    const standbys = Math.min(3, this.alive().length - 1);
+    return eventually('the standbys watching the leader', () => watcherCount(this.file!) >= standbys, 60_000);
+  }
+
+  /** Pairs of tenures that believed they led at once, by the processes' reports: none, or the election is broken. */
+  overlaps(): number {
+    return overlappingBeliefs(this.processes.flatMap((w) => beliefSegments(w.records))).length;
+  }
+
   errors(): number {
     return this.count('error');
   }
@@ -152,13 +167,24 @@ async function handoffs(cluster: Cluster, trials: number, random: () => number):
   return latencies;
 }
 
-/** Crash takeover: SIGKILL the leader at a random point of its renewal cycle; time to the next `elected`. */
-async function takeovers(cluster: Cluster, trials: number, random: () => number): Promise<{ fromKill: number[]; pastExpiry: number[] }> {
+/**
+ * Crash takeover: SIGKILL the leader; time to the next `elected`, from the kill and past the
+ * lease's expiry. With `watched`, once the standbys watch the leader (a steady cluster; a
+ * crash before they connect, within ms of an election, waits for the lease), at a random
+ * point of the next `spread` ms; else at a random point of the renewal cycle.
+ */
+async function takeovers(
+  cluster: Cluster,
+  trials: number,
+  random: () => number,
+  { watched = false, spread = cluster.timing.renewEvery } = {},
+): Promise<{ fromKill: number[]; pastExpiry: number[] }> {
   const fromKill: number[] = [];
   const pastExpiry: number[] = [];
   for (let trial = 0; trial < trials; trial++) {
     const leader = await cluster.leader();
-    await sleep(random() * cluster.timing.renewEvery);
+    if (watched) await cluster.watched();
+    await sleep(random() * spread);
     const killedAt = Date.now();
     leader.signal('SIGKILL');
     await leader.exited;
@@ -170,6 +196,37 @@ async function takeovers(cluster: Cluster, trials: number, random: () => number)
     await eventually('the replacement campaigning', () => replacement.records.some((r) => r.type === 'subscribed'), 60_000);
   }
   return { fromKill, pastExpiry };
+}
+
+/** A stopped leader (SIGSTOP) for `pause` ms, once its standbys watch it: who was elected, when, against its lease. */
+export interface StoppedLeaderTrial {
+  pause: number;
+  /** Ms from the stopped leader's last lease expiry to the next `elected` (negative: before it, a violation). */
+  electedPastExpiry: number;
+  /** `elected` reports by others between the stop and that expiry: 0 unless broken. */
+  electedBeforeExpiry: number;
+  /** Ms from SIGCONT to the stopped leader's `lost`. */
+  lostAfterResume: number;
+}
+
+async function stoppedLeader(cluster: Cluster, pause: number): Promise<StoppedLeaderTrial> {
+  const leader = await cluster.leader();
+  await cluster.watched();
+  const stoppedAt = Date.now();
+  leader.signal('SIGSTOP');
+  await sleep(pause);
+  const lastExpiry = Math.max(...leader.records.filter((r) => r.expiresAt !== undefined).map((r) => r.expiresAt!));
+  const resumedAt = Date.now();
+  leader.signal('SIGCONT');
+  const elected = await cluster.elected(stoppedAt, leader);
+  const lost = await eventually('the stopped leader’s loss', () => leader.records.find((r) => r.type === 'lost' && r.at >= resumedAt), 60_000);
+  const others = cluster.processes.filter((w) => w !== leader).flatMap((w) => w.records);
+  return {
+    pause,
+    electedPastExpiry: elected.at - lastExpiry,
+    electedBeforeExpiry: others.filter((r) => r.type === 'elected' && r.at >= stoppedAt && r.at <= lastExpiry).length,
+    lostAfterResume: lost.at - resumedAt,
+  };
 }
 
 /** One process of an idle cluster: what it was, and its % of a core. */
@@ -342,12 +399,14 @@ async function main(): Promise<void> {
   const { smoke, out, journals, runs } = parseArguments(process.argv.slice(2));
   const folder = mkdtempSync(join(os.tmpdir(), 'observe-leadership-bench-'));
   const size = smoke
-    ? { processes: 3, trials: 3, takeoverTrials: 2, scaleProcesses: 6, scaleTrials: 2, idleProcesses: 4, idleScale: 6, idleWarmUp: 1, idleSeconds: 1, calls: 200 }
-    : { processes: 4, trials: 40, takeoverTrials: 20, scaleProcesses: 64, scaleTrials: 15, idleProcesses: 4, idleScale: 64, idleWarmUp: 60, idleSeconds: 240, calls: 20_000 };
+    ? { processes: 3, trials: 3, takeoverTrials: 2, baselineTakeoverTrials: 2, scaleProcesses: 6, scaleTrials: 2, idleProcesses: 4, idleScale: 6, idleWarmUp: 1, idleSeconds: 1, calls: 200 }
+    : { processes: 4, trials: 40, takeoverTrials: 20, baselineTakeoverTrials: 3, scaleProcesses: 64, scaleTrials: 15, idleProcesses: 4, idleScale: 64, idleWarmUp: 60, idleSeconds: 240, calls: 20_000 };
   const appRowsPerSecond = smoke ? 50 : 500;
   const random = mulberry32(7);
   const log = (line: string) => console.log(line);
   const busyErrors: Record<string, number> = {};
+  const crashTiming = smoke ? shortLease : defaults;
+  const crashes: Partial<Record<JournalMode, { overlaps: number; stopped: StoppedLeaderTrial }>> = {};
 
   const withCluster = async <T>(
     kind: WorkerKind,
@@ -386,20 +445,31 @@ async function main(): Promise<void> {
       log(`handoff done [${journal}]`);
     }
     if (runs('takeover')) {
-      const takeover: Partial<Record<WorkerKind, { fromKill: number[]; pastExpiry: number[] }>> = {};
-      for (const kind of journal === journals[0] ? (['candidate', 'seed'] as const) : (['candidate'] as const)) {
-        takeover[kind] = await withCluster(kind, shortLease, size.processes, journal, (cluster) => takeovers(cluster, size.takeoverTrials, random));
-      }
-      const baseline = (series: 'fromKill' | 'pastExpiry') => (takeover.seed ? distribution(takeover.seed[series]) : undefined);
+      // The default lease: what a crash costs a user who changed nothing.
+      const ours = await withCluster('candidate', crashTiming, size.processes, journal, (cluster) =>
+        takeovers(cluster, size.takeoverTrials, random, { watched: true, spread: 1_000 }).then((trials) => ({ ...trials, overlaps: cluster.overlaps() })),
+      );
+      const baseline =
+        journal === journals[0]
+          ? await withCluster('seed', crashTiming, size.processes, journal, (cluster) => takeovers(cluster, size.baselineTakeoverTrials, random))
+          : undefined;
+      const scale = await withCluster('candidate', crashTiming, size.scaleProcesses, journal, (cluster) =>
+        takeovers(cluster, size.scaleTrials, random, { watched: true, spread: 1_000 }).then((trials) => ({ ...trials, overlaps: cluster.overlaps() })),
+      );
+      const stopped = await withCluster('candidate', crashTiming, size.processes, journal, (cluster) =>
+        stoppedLeader(cluster, 2 * crashTiming.expiresAfter).then((trial) => ({ ...trial, overlaps: cluster.overlaps() })),
+      );
+      const lease = `expiresAfter ${crashTiming.expiresAfter} ms`;
       comparisons.push(
         {
-          scenario: `crash takeover (SIGKILL), expiresAfter ${shortLease.expiresAfter} ms [${journal}]`,
+          scenario: `crash takeover (SIGKILL), ${lease}, ${size.processes} processes [${journal}]`,
           unit: 'ms',
-          ours: distribution(takeover.candidate!.fromKill),
-          baseline: baseline('fromKill'),
+          ours: distribution(ours.fromKill),
+          baseline: baseline && distribution(baseline.fromKill),
         },
-        { scenario: '  of which past the lease expiry', unit: 'ms', ours: distribution(takeover.candidate!.pastExpiry), baseline: baseline('pastExpiry') },
+        { scenario: `crash takeover (SIGKILL), ${lease}, ${size.scaleProcesses} processes [${journal}]`, unit: 'ms', ours: distribution(scale.fromKill) },
       );
+      crashes[journal] = { overlaps: ours.overlaps + scale.overlaps + stopped.overlaps, stopped };
       log(`takeover done [${journal}]`);
     }
     if (runs('scale')) {
@@ -468,8 +538,9 @@ async function main(): Promise<void> {
       node: process.version,
       os: `${os.type()} ${os.release()}`,
     },
-    config: { defaults, shortLease, journals, appRowsPerSecond, ...size },
+    config: { defaults, shortLease, crashTiming, journals, appRowsPerSecond, ...size },
     comparisons,
+    crashes,
     busyErrorsDuringScaleHandoffs: busyErrors,
     idle,
     statements,
@@ -510,6 +581,18 @@ async function main(): Promise<void> {
       [`[${journal}] acquire (µs, mean)`, `${format(costs.ours.acquire.meanMicros)}`, '', ''],
       [`[${journal}] single call, p99 / p99.9 / worst (ms)`, `${worst('ours', 'p99Millis')} / ${worst('ours', 'p999Millis')} / ${worst('ours', 'worstMillis')}`,
         `${worst('baseline', 'p99Millis')} / ${worst('baseline', 'p999Millis')} / ${worst('baseline', 'worstMillis')}`, ''],
+    );
+  }
+  for (const [journal, crash] of Object.entries(crashes)) {
+    const { stopped } = crash;
+    rows.push(
+      [`[${journal}] crash and stop trials: tenures that believed they led at once`, `${crash.overlaps}`, '', ''],
+      [
+        `[${journal}] leader stopped (SIGSTOP) ${stopped.pause} ms: elected before its expiry; past it; lost after SIGCONT`,
+        `${stopped.electedBeforeExpiry}; ${format(stopped.electedPastExpiry)} ms; ${format(stopped.lostAfterResume)} ms`,
+        '',
+        '',
+      ],
     );
   }
   for (const [kind, errors] of Object.entries(busyErrors)) rows.push([`error events, ${size.scaleProcesses}-process handoffs, ${kind}`, `${errors}`, '', '']);

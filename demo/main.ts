@@ -73,18 +73,18 @@ async function main(): Promise<void> {
   await sleep(2_000);
 
   const second = await leader();
-  announce(`killing the leader, ${second.name} (SIGKILL): nobody releases; the others wait for its lease to expire`);
+  announce(`killing the leader, ${second.name} (SIGKILL): nobody releases, but the kernel closes its sockets, and its standbys see it`);
   const killedAt = Date.now();
   second.signal('SIGKILL');
   const afterKill = await nextElection(killedAt, second);
   const lastExpiry = Math.max(...second.records.map((r) => r.expiresAt ?? 0));
-  failovers.push({ what: 'crash', gap: afterKill.at - killedAt, note: `${afterKill.at - lastExpiry} ms after its lease expired` });
+  failovers.push({ what: 'crash', gap: afterKill.at - killedAt, note: `${lastExpiry - afterKill.at} ms before its lease would have expired` });
   await replace(second);
   await sleep(2_000);
 
   const third = await leader();
   const pause = 2 * timing.expiresAfter;
-  announce(`pausing the leader, ${third.name} (SIGSTOP) for ${pause} ms, twice its lease: alive, but silent`);
+  announce(`pausing the leader, ${third.name} (SIGSTOP) for ${pause} ms, twice its lease: alive, but silent; the others wait for its lease`);
   const pausedAt = Date.now();
   third.signal('SIGSTOP');
   third.paused = true;
@@ -95,7 +95,12 @@ async function main(): Promise<void> {
   third.signal('SIGCONT');
   third.paused = false;
   const noticed = await eventually('the loss noticed', () => third.records.find((r) => r.type === 'lost' && r.at >= resumedAt), 30_000);
-  failovers.push({ what: 'pause', gap: afterPause.at - pausedAt, note: `${third.name} noticed its loss ${noticed.at - resumedAt} ms after resuming` });
+  const pausedExpiry = Math.max(...third.records.filter((r) => r.at <= pausedAt).map((r) => r.expiresAt ?? 0));
+  failovers.push({
+    what: 'pause',
+    gap: afterPause.at - pausedAt,
+    note: `${afterPause.at - pausedExpiry} ms after its lease expired; ${third.name} noticed its loss ${noticed.at - resumedAt} ms after resuming`,
+  });
   await sleep(2_000);
 
   announce('stopping every worker, the leader last');

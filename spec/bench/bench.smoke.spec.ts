@@ -19,13 +19,19 @@ describe('npm run bench -- --smoke', () => {
         postgres: Record<'handoff' | 'takeover' | 'takeoverPastExpiry', Comparison['ours']>;
         idle: Array<IdleRun & { journal: string; kind: string }>;
         statements: Record<string, unknown>;
+        crashes: Record<string, { overlaps: number; stopped: { electedBeforeExpiry: number; electedPastExpiry: number } }>;
       };
       expect(results.comparisons.length).toBeGreaterThanOrEqual(4);
       for (const { ours, baseline } of results.comparisons) {
         expect(Number.isFinite(ours.p50) && (baseline === undefined || Number.isFinite(baseline.p50))).toBe(true);
       }
-      // The baseline beside ours in the first mode: handoff, takeover (and past expiry), scale.
-      expect(results.comparisons.filter((c) => c.baseline !== undefined)).toHaveLength(4);
+      // The baseline beside ours in the first mode: handoff, crash takeover, scale.
+      expect(results.comparisons.filter((c) => c.baseline !== undefined)).toHaveLength(3);
+      // Crashes and a stopped leader in both modes: never two leaders, nobody elected before a stopped leader's lease ended.
+      for (const journal of ['delete', 'wal']) {
+        expect(results.crashes[journal]).toMatchObject({ overlaps: 0, stopped: { electedBeforeExpiry: 0 } });
+        expect(results.crashes[journal].stopped.electedPastExpiry).toBeGreaterThanOrEqual(0);
+      }
       // The same trials on PostgreSQL (this run's server, through the environment).
       for (const trials of [results.postgres.handoff, results.postgres.takeover, results.postgres.takeoverPastExpiry]) {
         expect(Number.isFinite(trials.p50)).toBe(true);
