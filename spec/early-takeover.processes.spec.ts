@@ -1,9 +1,12 @@
 import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { beliefSegments, overlappingBeliefs, uncommittedSeq } from '../chaos/history';
 import type { WorkerOptions } from '../chaos/worker';
 import { eventually } from '../chaos/eventually';
 import { sleep } from '../chaos/worker-process';
 import { ChildWorker } from './support/child-worker';
+import { networkNamespace } from './support/network-namespace';
 import { watcherCount } from '../chaos/endpoint-sockets';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 
@@ -16,9 +19,9 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
   let database: TemporaryDatabase;
   let workers: ChildWorker[];
 
-  const start = (count: number, options: Partial<WorkerOptions> = {}) =>
+  const start = (count: number, options: Partial<WorkerOptions> = {}, launcher: string[] = []) =>
     Array.from({ length: count }, () => {
-      const worker = new ChildWorker('candidate', { file: database.file, journal, ...defaults, ...options });
+      const worker = new ChildWorker('candidate', { file: database.file, journal, ...defaults, ...options }, launcher);
       workers.push(worker);
       return worker;
     });
@@ -59,6 +62,54 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
       noOverlap();
       // The new leader's followers watch it in turn: the next crash is seen as quickly.
       await eventually('the follower watching the new leader', () => watcherCount(database.file) === 1);
+    }));
+
+  it('replaces early a killed leader that ran in a network namespace of its own (as in another container), sharing the folder', () =>
+    explain(async () => {
+      const namespace = networkNamespace(0);
+      try {
+        const [first] = start(1, {}, namespace.launcher);
+        await leaderAmong([first]);
+        const [second] = start(1);
+        await eventually('the follower watching the leader across namespaces', () => watcherCount(database.file) === 1);
+        first.signal('SIGKILL');
+        await leaderAmong([second]);
+        expect(second.last('elected')!.at).toBeLessThan(lastExpiry(first) - 40_000);
+        noOverlap();
+      } finally {
+        namespace.remove();
+      }
+    }));
+
+  it('replaces early a leader whose worker thread was terminated', () =>
+    explain(async () => {
+      // The leader campaigns in a worker thread of this process, with the built library.
+      const thread = new Worker(
+        `const { parentPort, workerData } = require('node:worker_threads');
+         const Database = require(workerData.driver);
+         const { observeLeadership } = require(workerData.library);
+         const db = new Database(workerData.file);
+         db.pragma('journal_mode = ' + workerData.journal);
+         observeLeadership(db, { holder: 'thread' }).subscribe((event) => parentPort.postMessage(event));`,
+        {
+          eval: true,
+          workerData: { driver: require.resolve('better-sqlite3'), library: join(__dirname, '..', 'dist'), file: database.file, journal },
+        },
+      );
+      const events: Array<{ type: string; expiresAt?: number }> = [];
+      thread.on('message', (event) => events.push(event));
+      try {
+        await eventually('the thread elected', () => events.find((event) => event.type === 'elected'));
+        const [follower] = start(1);
+        await eventually('the follower watching the thread', () => watcherCount(database.file) === 1);
+        const terminatedAt = Date.now();
+        await thread.terminate();
+        await leaderAmong([follower]);
+        expect(follower.last('elected')!.at - terminatedAt).toBeLessThan(10_000);
+        expect(follower.last('elected')!.at).toBeLessThan(Math.max(...events.map((event) => event.expiresAt ?? 0)) - 40_000);
+      } finally {
+        await thread.terminate();
+      }
     }));
 
   it('never takes over a stopped leader (SIGSTOP) before its lease expires, and it learns of its loss when it resumes', () =>

@@ -41,7 +41,9 @@ interface Tenure {
  * A follower tries to acquire, then tries again after `retryEvery`, or just after the live
  * lease it saw expires if that comes sooner. The first few followers stand by: they also
  * try at once when the store reports a release, and they and the followers relying on
- * them need poll only as often as the leader renews. A leader renews every `renewEvery`;
+ * them need poll only as often as the leader renews. Where the store can prove that a
+ * tenure ended (SQLite: the leader's process is gone), standbys watch the leader's tenure
+ * and, on that proof alone, take the slot from exactly that holder and term at once. A leader renews every `renewEvery`;
  * a renewal that fails with a transient error is retried after `retryEvery`, and if the
  * lease it last wrote runs out first, the tenure ends (`lost`, `expired`) at that lease's
  * end: the leader never believes it leads past it.
@@ -268,8 +270,8 @@ export class Campaign {
     if (this.stopped || this.tenure !== undefined) return;
     this.ended = tenure;
     if (this.inFlight) return void (this.changedInFlight = true);
-    this.attemptDue = true;
-    this.wake(this.attempt, 0);
+    // Every standby has the proof at the same moment, as with a release.
+    this.attemptInCrowd();
   }
 
   private listen(on: boolean): void {

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
-import { chownSync, lstatSync, mkdirSync, readdirSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, lstatSync, mkdirSync, readdirSync, readlinkSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { eventually } from '../../../chaos/eventually';
@@ -77,14 +77,26 @@ describe('tenure endpoints', () => {
     await eventually('the proof', () => ended.mock.calls.length === 1);
   });
 
-  it('proves nothing when the leader gives its tenure up: the release is the word then', async () => {
+  it('proves the end of a tenure its holder gave up: the listener removed its file as it closed', async () => {
     const store = sqliteLeaseStore(database.open());
     const { lease } = store.acquire(0, 'a', Date.now(), 60_000);
-    const { follower, ended } = watch({ slot: 0, holder: 'a', term: lease.term });
+    const { ended } = watch({ slot: 0, holder: 'a', term: lease.term });
     await eventually('the follower connected', () => watcherCount(database.file) === 1);
     store.release({ slot: 0, holder: 'a', term: lease.term });
-    await eventually('the watch over', () => !follower.watching);
+    await eventually('the proof', () => ended.mock.calls.length === 1);
+  });
+
+  it('proves nothing while the connection stays open, whatever happens to the file', async () => {
+    const store = sqliteLeaseStore(database.open());
+    const { lease } = store.acquire(0, 'a', Date.now(), 60_000);
+    const tenure = { slot: 0, holder: 'a', term: lease.term };
+    const { follower, ended } = watch(tenure);
+    await eventually('the follower connected', () => watcherCount(database.file) === 1);
+    unlinkSync(new TenureEndpoints(database.file).pathOf(tenure)!); // a cleaner of the folder, say
+    await sleep(500);
+    expect(follower.watching).toBe(true);
     expect(ended).not.toHaveBeenCalled();
+    store.release(tenure);
   });
 
   it('trusts no endpoint it cannot tie to the leader: no socket, another owner’s socket, a wrong greeting', async () => {

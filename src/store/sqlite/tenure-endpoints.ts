@@ -130,15 +130,18 @@ export class TenureEndpoints {
 
   /**
    * Connects to `lease`'s endpoint and calls `onEnded` once, if ever, there is proof that
-   * nobody listens there any more: the holder's process is gone, or it closed its endpoint
-   * because it no longer believes it leads. Never calls it otherwise.
+   * the holder no longer holds the tenure: the connection closed, and then nobody listens
+   * at that path any more. Either a probe of the very socket file first reached is refused
+   * (a killed process's file stays behind), or the file is gone (a listener that is closed,
+   * with its tenure or its thread, removes it). Only the holder's end closes the
+   * connection; a missing file, a refusal or silence alone prove nothing.
    */
   watch(lease: Lease, onEnded: () => void): TenureWatch {
     const path = this.pathOf(lease);
     const greeting = greetingOf(lease);
     let socket: Socket | undefined;
     let active = path !== undefined;
-    /** The socket file reached and trusted: a later refusal counts only on this very file. */
+    /** The socket file reached and trusted, once greeted: the connection to watch was made. */
     let reached: Stats | undefined;
     let probes = 0;
 
@@ -147,10 +150,15 @@ export class TenureEndpoints {
       socket?.destroy();
       socket = undefined;
     };
+    const ended = () => {
+      active = false;
+      onEnded();
+    };
     const attach = () => {
       if (!active) return;
-      const file = this.trustedSocketFile(path as string);
-      if (file === undefined || (reached !== undefined && !sameFile(file, reached))) return giveUp();
+      const file = this.socketFile(path as string);
+      if (reached !== undefined && file === 'missing') return ended();
+      if (typeof file === 'string' || (reached !== undefined && !sameFile(file, reached))) return giveUp();
       const connection = connect({ path: path as string });
       socket = connection;
       connection.unref();
@@ -174,15 +182,12 @@ export class TenureEndpoints {
         socket = undefined;
         if (reached === undefined) return giveUp(); // never reached: nothing to go by
         if (failure === 'ECONNREFUSED') {
-          // Nobody listens on the very file the leader made: it is gone, or gave up its tenure.
-          const now = this.trustedSocketFile(path as string);
-          if (now !== undefined && sameFile(now, reached)) {
-            active = false;
-            return onEnded();
-          }
-          return giveUp();
+          // Nobody listens on the very file the leader made: it is gone.
+          const now = this.socketFile(path as string);
+          return typeof now !== 'string' && sameFile(now, reached) ? ended() : giveUp();
         }
-        // The connection closed, or a probe met the listener still being torn down: ask again.
+        // The connection closed, or a probe met the listener still being torn down (or the
+        // file removed under it): ask again.
         if (++probes > maxProbes) return giveUp();
         setImmediate(attach);
       });
@@ -196,13 +201,18 @@ export class TenureEndpoints {
     };
   }
 
-  /** The socket file at `path`, if it is one and belongs to the database file's owner. */
-  private trustedSocketFile(path: string): Stats | undefined {
+  /** The socket file at `path` if it is one and belongs to the database file's owner; else why not. */
+  private socketFile(path: string): Stats | 'missing' | 'untrusted' {
+    let file: Stats;
     try {
-      const file = lstatSync(path);
-      return file.isSocket() && file.uid === statSync(this.database).uid ? file : undefined;
+      file = lstatSync(path);
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : 'untrusted';
+    }
+    try {
+      return file.isSocket() && file.uid === statSync(this.database).uid ? file : 'untrusted';
     } catch {
-      return undefined;
+      return 'untrusted';
     }
   }
 }
