@@ -1,14 +1,14 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { beliefSegments, overlappingBeliefs, uncommittedSeq } from '../chaos/history';
+import { overlappingBeliefs, uncommittedSeq } from '../chaos/history';
 import type { WorkerOptions } from '../chaos/worker';
 import { eventually } from '../chaos/eventually';
 import { sleep } from '../chaos/worker-process';
 import { ChildWorker } from './support/child-worker';
 import { networkNamespace } from './support/network-namespace';
 import { watcherCount } from '../chaos/endpoint-sockets';
-import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
+import { workerProcesses } from './support/worker-processes';
 
 // A crashed leader's successor, on one host: real processes on a real file, in WAL mode as
 // README advises and with better-sqlite3's defaults. What is asserted is who led when, by
@@ -16,41 +16,19 @@ import { temporaryDatabase, TemporaryDatabase } from './support/temporary-databa
 // measures that).
 describe.each(['wal', 'delete'] as const)('early takeover across processes, journal_mode %s', (journal) => {
   const defaults = { renewEvery: 30_000, expiresAfter: 60_000, retryEvery: 1_000 };
-  let database: TemporaryDatabase;
-  let workers: ChildWorker[];
-
+  const processes = workerProcesses(journal);
+  const { leaderAmong, explain } = processes;
   const start = (count: number, options: Partial<WorkerOptions> = {}, launcher: string[] = []) =>
-    Array.from({ length: count }, () => {
-      const worker = new ChildWorker('candidate', { file: database.file, journal, ...defaults, ...options }, launcher);
-      workers.push(worker);
-      return worker;
-    });
-  const leaderAmong = (candidates: ChildWorker[]) => eventually('a leader', () => candidates.find((w) => w.leads));
+    Array.from({ length: count }, () => processes.start('candidate', { ...defaults, ...options }, launcher));
   /** The end of the last lease that `worker` wrote, by its own reports. */
   const lastExpiry = (worker: ChildWorker) => Math.max(...worker.records.filter((r) => r.expiresAt).map((r) => r.expiresAt!));
-  const noOverlap = () => expect(overlappingBeliefs(workers.flatMap((w) => beliefSegments(w.records)))).toEqual([]);
-
-  beforeEach(() => {
-    database = temporaryDatabase(journal);
-    workers = [];
-  });
-  afterEach(async () => {
-    await Promise.all(workers.map((worker) => worker.stop()));
-    database.remove();
-  });
-  const explain = async (test: () => Promise<void>) => {
-    try {
-      await test();
-    } catch (error) {
-      throw new Error(`${(error as Error).message}\n\n${workers.map((w) => w.describe()).join('\n')}`);
-    }
-  };
+  const noOverlap = () => expect(overlappingBeliefs(processes.history())).toEqual([]);
 
   it('replaces a killed leader long before its lease ends (the default 60 s lease)', () =>
     explain(async () => {
       const candidates = start(3);
       const first = await leaderAmong(candidates);
-      await eventually('both followers watching the leader', () => watcherCount(database.file) === 2);
+      await eventually('both followers watching the leader', () => watcherCount(processes.database.file) === 2);
       first.signal('SIGKILL');
       const killedAt = Date.now();
       const second = await leaderAmong(candidates.filter((w) => w !== first));
@@ -61,7 +39,7 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
       expect(elected.term).toBeGreaterThan(first.last('elected')!.term!);
       noOverlap();
       // The new leader's followers watch it in turn: the next crash is seen as quickly.
-      await eventually('the follower watching the new leader', () => watcherCount(database.file) === 1);
+      await eventually('the follower watching the new leader', () => watcherCount(processes.database.file) === 1);
     }));
 
   it('replaces early a killed leader that ran in a network namespace of its own (as in another container), sharing the folder', () =>
@@ -71,7 +49,7 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
         const [first] = start(1, {}, namespace.launcher);
         await leaderAmong([first]);
         const [second] = start(1);
-        await eventually('the follower watching the leader across namespaces', () => watcherCount(database.file) === 1);
+        await eventually('the follower watching the leader across namespaces', () => watcherCount(processes.database.file) === 1);
         first.signal('SIGKILL');
         await leaderAmong([second]);
         expect(second.last('elected')!.at).toBeLessThan(lastExpiry(first) - 40_000);
@@ -93,7 +71,7 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
          observeLeadership(db, { holder: 'thread' }).subscribe((event) => parentPort.postMessage(event));`,
         {
           eval: true,
-          workerData: { driver: require.resolve('better-sqlite3'), library: join(__dirname, '..', 'dist'), file: database.file, journal },
+          workerData: { driver: require.resolve('better-sqlite3'), library: join(__dirname, '..', 'dist'), file: processes.database.file, journal },
         },
       );
       const events: Array<{ type: string; expiresAt?: number }> = [];
@@ -101,7 +79,7 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
       try {
         await eventually('the thread elected', () => events.find((event) => event.type === 'elected'));
         const [follower] = start(1);
-        await eventually('the follower watching the thread', () => watcherCount(database.file) === 1);
+        await eventually('the follower watching the thread', () => watcherCount(processes.database.file) === 1);
         const terminatedAt = Date.now();
         await thread.terminate();
         await leaderAmong([follower]);
@@ -116,7 +94,7 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
     explain(async () => {
       const candidates = start(3, { renewEvery: 1_000, expiresAfter: 3_000, retryEvery: 200 });
       const first = await leaderAmong(candidates);
-      await eventually('both followers watching the leader', () => watcherCount(database.file) === 2);
+      await eventually('both followers watching the leader', () => watcherCount(processes.database.file) === 2);
       first.signal('SIGSTOP');
       await eventually('the leader stopped', () => first.stopped);
       const second = await leaderAmong(candidates.filter((w) => w !== first));
@@ -130,7 +108,7 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
     explain(async () => {
       const candidates = start(2);
       const first = await leaderAmong(candidates);
-      await eventually('the follower watching the leader', () => watcherCount(database.file) === 1);
+      await eventually('the follower watching the leader', () => watcherCount(processes.database.file) === 1);
       first.signal('SIGSTOP');
       await eventually('the leader stopped', () => first.stopped);
       await sleep(500);
@@ -145,13 +123,13 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
     explain(async () => {
       const candidates = start(2);
       const first = await leaderAmong(candidates);
-      await eventually('the follower watching the leader', () => watcherCount(database.file) === 1);
+      await eventually('the follower watching the leader', () => watcherCount(processes.database.file) === 1);
       first.send('fenced-hang 0');
       await eventually('the leader inside its transaction', () => first.find('fenced-hang'));
       first.signal('SIGKILL');
       const second = await leaderAmong(candidates.filter((w) => w !== first));
       expect(second.last('elected')!.at).toBeLessThan(lastExpiry(first) - 40_000);
-      const ledger = new Database(database.file, { readonly: true });
+      const ledger = new Database(processes.database.file, { readonly: true });
       try {
         expect(ledger.prepare('SELECT count(*) FROM chaos_ledger WHERE seq = ?').pluck().get(uncommittedSeq)).toBe(0);
       } finally {
@@ -165,9 +143,9 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
       // Three standbys watch; the fourth follower relies on them, and polls.
       const candidates = start(5, { renewEvery: 500, expiresAfter: 2_000, retryEvery: 200 });
       const first = await leaderAmong(candidates);
-      await eventually('three standbys watching the leader', () => watcherCount(database.file) === 3);
+      await eventually('three standbys watching the leader', () => watcherCount(processes.database.file) === 3);
       await eventually('every candidate’s holder known', () => candidates.every((w) => w.holder));
-      const standbys = new Database(database.file, { readonly: true }).prepare('SELECT holder FROM worker_leadership_standby').pluck().all();
+      const standbys = new Database(processes.database.file, { readonly: true }).prepare('SELECT holder FROM worker_leadership_standby').pluck().all();
       const [poller] = candidates.filter((w) => w !== first && !standbys.includes(w.holder));
       for (const worker of candidates.filter((w) => w !== poller)) worker.signal('SIGKILL');
       await leaderAmong([poller]);

@@ -1,44 +1,16 @@
 import Database from 'better-sqlite3';
-import { beliefSegments, overlappingBeliefs } from '../chaos/history';
-import type { WorkerOptions } from '../chaos/worker';
+import { overlappingBeliefs } from '../chaos/history';
 import { ChildWorker } from './support/child-worker';
 import { eventually } from '../chaos/eventually';
-import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
+import { workerProcesses } from './support/worker-processes';
 
 // Real processes on a real file, opened as README advises (WAL) and as a new user does
 // (better-sqlite3's defaults: the rollback journal, a 5 s busy timeout). Every wait is for a
 // condition, with a generous limit; what is asserted is what happened (who led, with which
 // term, what was written), never how fast.
 describe.each(['wal', 'delete'] as const)('observeLeadership across processes, journal_mode %s', (journal) => {
-  let database: TemporaryDatabase;
-  let workers: ChildWorker[];
-
-  const start = (kind: 'candidate' | 'seed', options: Omit<WorkerOptions, 'file'>) => {
-    const worker = new ChildWorker(kind, { file: database.file, journal, ...options });
-    workers.push(worker);
-    return worker;
-  };
-  const leaderAmong = (candidates: ChildWorker[]) => eventually('a leader', () => candidates.find((w) => w.leads));
-  const history = () => workers.flatMap((w) => beliefSegments(w.records));
-
-  beforeEach(() => {
-    database = temporaryDatabase(journal);
-    workers = [];
-  });
-
-  afterEach(async () => {
-    await Promise.all(workers.map((worker) => worker.stop()));
-    database.remove();
-  });
-
-  // Print what every worker said when a test fails, so that a failure can be read.
-  const explain = async (test: () => Promise<void>) => {
-    try {
-      await test();
-    } catch (error) {
-      throw new Error(`${(error as Error).message}\n\n${workers.map((w) => w.describe()).join('\n')}`);
-    }
-  };
+  const processes = workerProcesses(journal);
+  const { start, leaderAmong, history, explain } = processes;
 
   it('elects exactly one of three candidates, and the lease row names it', () =>
     explain(async () => {
@@ -50,7 +22,7 @@ describe.each(['wal', 'delete'] as const)('observeLeadership across processes, j
       await eventually('every candidate campaigning', () => candidates.every((w) => w.find('subscribed')));
 
       expect(candidates.filter((w) => w.leads)).toEqual([leader]);
-      const row = database.open().prepare('SELECT holder FROM worker_leadership WHERE slot = 0').get();
+      const row = processes.database.open().prepare('SELECT holder FROM worker_leadership WHERE slot = 0').get();
       expect(row).toEqual({ holder: elected.holder });
       expect(overlappingBeliefs(history())).toEqual([]);
     }));
@@ -89,16 +61,16 @@ describe.each(['wal', 'delete'] as const)('observeLeadership across processes, j
         leader.signal('SIGKILL');
         await leader.exited;
         start(leader.kind, timing);
-        leader = await leaderAmong(workers);
+        leader = await leaderAmong(processes.workers);
       }
 
       const segments = history();
       expect(overlappingBeliefs(segments)).toEqual([]);
-      const seedHolders = new Set(workers.filter((w) => w.kind === 'seed').flatMap((w) => w.records.map((r) => r.holder)));
+      const seedHolders = new Set(processes.workers.filter((w) => w.kind === 'seed').flatMap((w) => w.records.map((r) => r.holder)));
       expect(segments.some((s) => seedHolders.has(s.holder))).toBe(true);
       expect(segments.some((s) => !seedHolders.has(s.holder))).toBe(true);
       // Our tenures' terms only grow, also across the original worker's tenures.
-      const terms = workers
+      const terms = processes.workers
         .flatMap((w) => w.records)
         .filter((r) => r.type === 'elected' && r.term !== undefined)
         .sort((a, b) => a.at - b.at)
@@ -116,7 +88,7 @@ describe.each(['wal', 'delete'] as const)('observeLeadership across processes, j
       const next = start('candidate', timing);
       await eventually('the second candidate campaigning', () => next.find('subscribed'));
 
-      await pauseOutsideWriteLock(paused, database.open({ timeout: 0 }));
+      await pauseOutsideWriteLock(paused, processes.database.open({ timeout: 0 }));
       await eventually('fenced writes by the new leader', () => next.records.filter((r) => r.type === 'fenced-write').length >= 3);
       paused.signal('SIGCONT');
       paused.send('fenced-write'); // with its old lease, whatever its timers did first
@@ -129,7 +101,7 @@ describe.each(['wal', 'delete'] as const)('observeLeadership across processes, j
       await eventually('the old leader’s lost', () => paused.find('lost'));
       expect(paused.find('lost')!.reason).toBe('superseded');
 
-      const ledger = database.open().prepare('SELECT term FROM chaos_ledger ORDER BY id').pluck().all() as number[];
+      const ledger = processes.database.open().prepare('SELECT term FROM chaos_ledger ORDER BY id').pluck().all() as number[];
       const newTerm = next.find('elected')!.term!;
       expect(newTerm).toBeGreaterThan(oldTerm);
       expect(ledger.slice(ledger.indexOf(newTerm))).not.toContain(oldTerm);

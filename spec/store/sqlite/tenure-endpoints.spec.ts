@@ -53,6 +53,15 @@ describe('tenure endpoints', () => {
     expect(socketFiles()).toEqual([]);
   });
 
+  it('keeps one endpoint per slot: a new tenure through the same connection closes the earlier one', () => {
+    const store = sqliteLeaseStore(database.open());
+    // The same holder taking its own row again starts a new tenure each time.
+    for (let i = 0; i < 50; i++) expect(store.acquire(0, 'a', Date.now(), 60_000).acquired).toBe(true);
+    store.acquire(1, 'a', Date.now(), 60_000);
+    expect(endpointSockets(database.file).filter((socket) => socket.state === 'listening')).toHaveLength(2);
+    expect(socketFiles()).toHaveLength(2);
+  });
+
   it('proves the end of a leader whose process is killed: its connection closed, then nobody listens', async () => {
     const { worker, lease } = await leaderProcess();
     const { follower, ended } = watch(lease);

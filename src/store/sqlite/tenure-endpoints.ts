@@ -19,6 +19,7 @@ const maxSocketPath = process.platform === 'linux' ? 107 : 103;
 const maxProbes = 1_000;
 
 interface OpenEndpoint {
+  readonly lease: Lease;
   readonly server: Server;
   readonly connections: Set<Socket>;
 }
@@ -61,8 +62,12 @@ export class TenureEndpoints {
    * effort: when it cannot, followers wait for the lease.
    */
   openFor(lease: Lease): void {
+    // A new tenure of the slot ends every earlier one held through this connection (the same
+    // holder taking its own row again, or another candidate of this process after an expiry):
+    // nobody may take those over any more, proof or not.
+    for (const endpoint of this.open.values()) if (endpoint.lease.slot === lease.slot) this.closeFor(endpoint.lease);
     const path = this.pathOf(lease);
-    if (path === undefined || this.open.has(path)) return;
+    if (path === undefined) return;
     const greeting = `${greetingOf(lease)}\n`;
     const connections = new Set<Socket>();
     const server = createServer((socket) => {
@@ -78,7 +83,7 @@ export class TenureEndpoints {
     server.listen({ path, exclusive: true });
     if (!server.listening) return void server.close();
     server.unref();
-    this.open.set(path, { server, connections });
+    this.open.set(path, { lease, server, connections });
     try {
       // Followers need write permission on the socket to connect: the database's own.
       const { mode, uid, gid } = statSync(this.database);

@@ -1,0 +1,58 @@
+import { beliefSegments, BeliefSegment } from '../../chaos/history';
+import { eventually } from '../../chaos/eventually';
+import type { JournalMode, WorkerOptions } from '../../chaos/worker';
+import { ChildWorker } from './child-worker';
+import { temporaryDatabase, TemporaryDatabase } from './temporary-database';
+
+/** Worker processes on one fresh database file per test, stopped after it. */
+export interface WorkerProcesses {
+  readonly database: TemporaryDatabase;
+  readonly workers: readonly ChildWorker[];
+  /** Starts a worker on the test's file, in its journal mode; `launcher` runs node for it (`ip netns exec NAME`, say). */
+  start(kind: 'candidate' | 'seed', options: Omit<WorkerOptions, 'file' | 'journal'>, launcher?: string[]): ChildWorker;
+  /** The first of `candidates` that says it leads, once one does. */
+  leaderAmong(candidates: readonly ChildWorker[]): Promise<ChildWorker>;
+  /** Every worker's belief segments so far. */
+  history(): BeliefSegment[];
+  /** Runs `test`; if it fails, adds what every worker said, so that the failure can be read. */
+  explain(test: () => Promise<void>): Promise<void>;
+}
+
+/**
+ * For a `describe` block of multi-process specs: registers the hooks that give each test a
+ * fresh file in `journal` mode, and stop its workers and remove the file after it.
+ */
+export function workerProcesses(journal: JournalMode): WorkerProcesses {
+  let database: TemporaryDatabase;
+  let workers: ChildWorker[] = [];
+  beforeEach(() => {
+    database = temporaryDatabase(journal);
+    workers = [];
+  });
+  afterEach(async () => {
+    await Promise.all(workers.map((worker) => worker.stop()));
+    database.remove();
+  });
+  return {
+    get database() {
+      return database;
+    },
+    get workers() {
+      return workers;
+    },
+    start: (kind, options, launcher = []) => {
+      const worker = new ChildWorker(kind, { file: database.file, journal, ...options }, launcher);
+      workers.push(worker);
+      return worker;
+    },
+    leaderAmong: (candidates) => eventually('a leader', () => candidates.find((w) => w.leads)),
+    history: () => workers.flatMap((w) => beliefSegments(w.records)),
+    explain: async (test) => {
+      try {
+        await test();
+      } catch (error) {
+        throw new Error(`${(error as Error).message}\n\n${workers.map((w) => w.describe()).join('\n')}`);
+      }
+    },
+  };
+}
