@@ -22,7 +22,7 @@ describe.each(['wal', 'delete'] as const)('observeLeadership across processes, j
       await eventually('every candidate campaigning', () => candidates.every((w) => w.find('subscribed')));
 
       expect(candidates.filter((w) => w.leads)).toEqual([leader]);
-      const row = processes.database.open().prepare('SELECT holder FROM worker_leadership WHERE slot = 0').get();
+      const row = processes.database.open({ timeout: 5_000 }).prepare('SELECT holder FROM worker_leadership WHERE slot = 0').get();
       expect(row).toEqual({ holder: elected.holder });
       expect(overlappingBeliefs(history())).toEqual([]);
     }));
@@ -101,7 +101,8 @@ describe.each(['wal', 'delete'] as const)('observeLeadership across processes, j
       await eventually('the old leader’s lost', () => paused.find('lost'));
       expect(paused.find('lost')!.reason).toBe('superseded');
 
-      const ledger = processes.database.open().prepare('SELECT term FROM chaos_ledger ORDER BY id').pluck().all() as number[];
+      // A read waits for the writers' locks (outside WAL mode a commit keeps readers out for a moment).
+      const ledger = processes.database.open({ timeout: 5_000 }).prepare('SELECT term FROM chaos_ledger ORDER BY id').pluck().all() as number[];
       const newTerm = next.find('elected')!.term!;
       expect(newTerm).toBeGreaterThan(oldTerm);
       expect(ledger.slice(ledger.indexOf(newTerm))).not.toContain(oldTerm);
