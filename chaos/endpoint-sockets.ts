@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync, realpathSync } from 'node:fs';
 
 /** A Unix socket of this host bound to a tenure endpoint's path, as /proc/net/unix lists it. */
@@ -27,7 +28,19 @@ export function endpointSockets(file: string): EndpointSocket[] {
     }));
 }
 
-/** How many followers are connected to the endpoints of `file`. */
+/**
+ * How many followers the leaders of `file` have accepted (and so greeted: a leader writes its
+ * greeting as it accepts). A connection exists, and is listed, from the follower's
+ * `connect`, before the leader accepts it; a leader that dies before accepting has proven
+ * nothing to that follower. The listeners' accept queues come from `ss` (iproute2).
+ */
 export function watcherCount(file: string): number {
-  return endpointSockets(file).filter((socket) => socket.state === 'connected').length;
+  const prefix = `${realpathSync(file)}-leadership-`;
+  const connected = endpointSockets(file).filter((socket) => socket.state === 'connected').length;
+  const pending = execFileSync('ss', ['-xlnH'], { encoding: 'utf8' })
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .filter((fields) => fields[4]?.startsWith(prefix))
+    .reduce((sum, fields) => sum + Number(fields[2]), 0);
+  return connected - pending;
 }
