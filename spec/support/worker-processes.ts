@@ -27,6 +27,10 @@ export function workerProcesses(journal: JournalMode): WorkerProcesses {
   let workers: ChildWorker[] = [];
   beforeEach(() => {
     database = temporaryDatabase(journal);
+    // The file in its journal mode before any worker opens it: workers that start together
+    // on a new file all convert it to WAL, and one can meet another's conversion with
+    // SQLITE_BUSY at once (no busy wait there).
+    database.open();
     workers = [];
   });
   afterEach(async () => {
