@@ -1,7 +1,7 @@
 import { SchedulerLike, Subscription } from 'rxjs';
 import { LeadershipError } from '../leadership-error';
 import { Lease, LeadershipEvent, LostReason } from '../leadership-event';
-import { AcquireResult, ChangeOrigin, Eventually, isPromiseLike, LeaseStore, LeaseView, TenureWatch } from '../store/lease-store';
+import { AcquireResult, ChangeOrigin, Eventually, isPromiseLike, isTenure, LeaseStore, LeaseView, TenureWatch } from '../store/lease-store';
 
 /**
  * How many followers of a slot stand by: they watch for releases and take the slot within
@@ -414,8 +414,4 @@ export class Campaign {
   private now(): number {
     return Math.floor(this.scheduler.now());
   }
-}
-
-function isTenure(lease: Pick<Lease, 'holder' | 'term'>, tenure: Lease): boolean {
-  return lease.holder === tenure.holder && lease.term === tenure.term;
 }

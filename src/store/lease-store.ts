@@ -41,6 +41,11 @@ export interface AcquireOptions {
   readonly ended?: Lease;
 }
 
+/** Whether `lease` (a row as read, or a tenure) is the tenure `tenure`: the same holder and term. */
+export function isTenure(lease: Pick<Lease, 'holder' | 'term'>, tenure: Lease | undefined): boolean {
+  return tenure !== undefined && lease.holder === tenure.holder && lease.term === tenure.term;
+}
+
 /** A follower's watch on the leader's tenure (see `LeaseStore.watchTenure`). */
 export interface TenureWatch {
   /** Whether it still watches; once it stops without a word, only the lease is left to go by. */

@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { LeadershipError } from '../../leadership-error';
 import { Lease } from '../../leadership-event';
 import { checkLease } from '../lease-check';
-import { AcquireOptions, AcquireResult, ChangeOrigin, LeaseReader, LeaseRecord, LeaseStore, LeaseView, TenureWatch } from '../lease-store';
+import { AcquireOptions, AcquireResult, ChangeOrigin, isTenure, LeaseReader, LeaseRecord, LeaseStore, LeaseView, TenureWatch } from '../lease-store';
 import { ChangeListeners } from '../change-listeners';
 import { toLeadershipError } from './sqlite-error';
 import { installSqliteSchema } from './sqlite-schema';
@@ -101,11 +101,6 @@ function isLive({ expiresAt }: LeaseRecord, now: number): boolean {
   return typeof expiresAt === 'number' && expiresAt >= now;
 }
 
-/** Whether `lease` is the tenure `ended`, whose end was proven. */
-function isEnded(lease: LeaseRecord, ended: Lease | undefined): boolean {
-  return ended !== undefined && lease.holder === ended.holder && lease.term === ended.term;
-}
-
 const stores = new WeakMap<Database, SqliteLeaseStore>();
 
 /** The lease store of `db`, made once per connection so that its statements are prepared once. */
@@ -149,7 +144,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
       const answer = (acquired: boolean, lease: LeaseRecord): AcquireResult => ({ acquired, ...viewAt(lease, now) });
       // Reading first keeps followers off the write lock while a live lease stands.
       const seen = statements.read.get(slot);
-      if (seen !== undefined && seen.holder !== holder && isLive(seen, now) && !isEnded(seen, ended)) return answer(false, seen);
+      if (seen !== undefined && seen.holder !== holder && isLive(seen, now) && !isTenure(seen, ended)) return answer(false, seen);
       const parameters = { slot, holder, now, expiresAt: now + expiresAfter, endedHolder: ended?.holder ?? null, endedTerm: ended?.term ?? null };
       const take = () => {
         try {
@@ -166,7 +161,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
       const { acquired, lease } = waitForLock ? take() : this.withoutBusyWait(take);
       if (acquired) {
         this.signalFile?.signal(); // for observers; standbys find it taken
-        if (ended !== undefined && seen !== undefined && isEnded(seen, ended)) this.endpoints?.removeLeftover(ended);
+        if (ended !== undefined && seen !== undefined && isTenure(seen, ended)) this.endpoints?.removeLeftover(ended);
       }
       return answer(acquired, lease);
     });
