@@ -122,10 +122,13 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
       timer = scheduler.schedule(look, pollEvery);
     };
     // A change reported by the store comes from inside another operation: look right after it.
-    const unwatch = store.watch(() => {
-      timer?.unsubscribe();
-      timer = scheduler.schedule(look, 0);
-    });
+    const unwatch = store.watch(
+      () => {
+        timer?.unsubscribe();
+        timer = scheduler.schedule(look, 0);
+      },
+      { elections: true },
+    );
     look();
     return () => {
       timer?.unsubscribe();

@@ -1,12 +1,12 @@
-import { ChangeOrigin } from './lease-store';
+import { ChangeOrigin, WatchOptions } from './lease-store';
 
 /**
  * The listeners of a store's `watch`: the store starts its watch (a file watch, a `LISTEN`)
- * when the first one comes and stops it when the last one goes, and tells them all of a
- * change.
+ * when the first one comes and stops it when the last one goes, and tells them of a change.
  */
 export class ChangeListeners {
-  private readonly listeners = new Set<(origin: ChangeOrigin) => void>();
+  /** Each listener, with whether it also wants to hear of elections. */
+  private readonly listeners = new Map<(origin: ChangeOrigin) => void, boolean>();
 
   constructor(
     private readonly startWatching: () => void,
@@ -14,11 +14,13 @@ export class ChangeListeners {
   ) {}
 
   /** Adds `listener`, and returns the way to remove it. */
-  add(listener: (origin: ChangeOrigin) => void): () => void {
-    this.listeners.add(listener);
+  add(listener: (origin: ChangeOrigin) => void, { elections = false }: WatchOptions = {}): () => void {
+    // A function added twice is two listeners: wrapping keeps them apart.
+    const own = (origin: ChangeOrigin) => listener(origin);
+    this.listeners.set(own, elections);
     this.startWatching();
     return () => {
-      this.listeners.delete(listener);
+      if (!this.listeners.delete(own)) return;
       if (this.listeners.size === 0) this.stopWatching();
     };
   }
@@ -27,7 +29,11 @@ export class ChangeListeners {
     return this.listeners.size > 0;
   }
 
-  notify(origin: ChangeOrigin): void {
-    for (const listener of [...this.listeners]) listener(origin);
+  /**
+   * Tells the listeners of a change: `'release'` (or any change, where the store cannot tell)
+   * reaches them all; `'election'` only those that asked for elections.
+   */
+  notify(origin: ChangeOrigin, change: 'release' | 'election' = 'release'): void {
+    for (const [listener, elections] of [...this.listeners]) if (change === 'release' || elections) listener(origin);
   }
 }

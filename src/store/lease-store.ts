@@ -25,6 +25,17 @@ export function isPromiseLike<T>(value: Eventually<T>): value is PromiseLike<T> 
  */
 export type ChangeOrigin = 'here' | 'anywhere';
 
+/** Which changes a `watch` reports. */
+export interface WatchOptions {
+  /**
+   * Also report elections, not only releases: observers want to see a new leader at once,
+   * while a follower has nothing to do when another one won. Stores that cannot tell one
+   * change from another report every change anyway.
+   * @default false
+   */
+  readonly elections?: boolean;
+}
+
 /** How an acquire attempt meets another connection's write lock. */
 export interface AcquireOptions {
   /**
@@ -78,7 +89,7 @@ export interface LeaseReader {
   readonly clock: 'candidate' | 'server';
   /** The slot's lease, expired or not, or `undefined` when there is none. `now` is the caller's clock. */
   look(slot: number, now: number): Eventually<LeaseView | undefined>;
-  watch(listener: (origin: ChangeOrigin) => void): () => void;
+  watch(listener: (origin: ChangeOrigin) => void, options?: WatchOptions): () => void;
 }
 
 /**
@@ -130,7 +141,7 @@ export interface LeaseStore {
    * at their next timer. Best effort: a change may go unreported (or be reported twice),
    * which is why campaigns keep their timers. Returns the way to stop listening.
    */
-  watch(listener: (origin: ChangeOrigin) => void): () => void;
+  watch(listener: (origin: ChangeOrigin) => void, options?: WatchOptions): () => void;
   /** Whether changes are being reported right now (a watch can fail, or not be possible at all). */
   isWatching(): boolean;
   /**

@@ -1,6 +1,6 @@
 import { Pool } from 'pg';
-import { asyncScheduler, lastValueFrom, Subscription, tap, toArray } from 'rxjs';
-import { fenced, LeadershipEvent, observeLeadership } from '../../../src';
+import { asyncScheduler, lastValueFrom, Subscription, take, tap, toArray } from 'rxjs';
+import { fenced, LeaderState, LeadershipEvent, observeLeader, observeLeadership } from '../../../src';
 import { postgresLeaseStore, PostgresLeaseStore } from '../../../src/postgres';
 import { eventually } from '../../../chaos/eventually';
 import { testDatabaseUrl, testSchema, TestSchema } from '../../support/postgres-database';
@@ -137,7 +137,7 @@ describe('postgresLeaseStore', () => {
         await eventually('the watch', () => store.isWatching());
         await killConnections();
         await eventually('the watch to stop', () => !store.isWatching());
-        await acquire('a'); // any operation tries again
+        await acquire('a').catch(() => acquire('a')); // any operation tries again (the first may meet a killed connection)
         await eventually('the watch', () => store.isWatching());
       } finally {
         unwatch();
@@ -172,6 +172,126 @@ describe('postgresLeaseStore', () => {
       subscription.unsubscribe();
       await expect(store.settled()).rejects.toMatchObject({ code: 'DATABASE_ERROR' });
       await expect(store.settled()).resolves.toBeUndefined(); // reported once
+    });
+  });
+
+  describe('connections', () => {
+    /** The connections a pool of its own name holds on the server now. */
+    const held = async (name: string) =>
+      (await pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1`, [name])).rows[0].n as number;
+    const mostHeld = async (name: string, during: number) => {
+      let most = 0;
+      for (const end = Date.now() + during; Date.now() < end; await until(20)) most = Math.max(most, await held(name));
+      return most;
+    };
+
+    it('holds one connection for any number of candidates and observers of a store, leading or following, and at most two meanwhile', async () => {
+      const name = `budget-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+      const own = new Pool({ connectionString: testDatabaseUrl(), application_name: name });
+      try {
+        const slots = [0, 1, 2, 3, 4, 5, 6, 7];
+        for (const slot of slots) await store.acquire(slot, 'elsewhere', Date.now(), 1_500);
+        const candidates = postgresLeaseStore(own, { schema: test.schema });
+        const timing = { renewEvery: 50, expiresAfter: 1_000, retryEvery: 50 };
+        const events: LeadershipEvent[] = [];
+        for (const slot of slots) subscriptions.push(observeLeadership(candidates, { ...timing, slot }).subscribe((event) => events.push(event)));
+        subscriptions.push(observeLeader(candidates, { slot: 0, pollEvery: 50 }).subscribe());
+        await eventually('the watch', () => candidates.isWatching());
+        expect(await mostHeld(name, 1_000)).toBeLessThanOrEqual(2); // following every slot
+        await eventually('every slot led here', () => events.filter(({ type }) => type === 'elected').length === slots.length);
+        expect(await mostHeld(name, 1_000)).toBeLessThanOrEqual(2); // leading every slot
+        // While something listens, everything goes on the listening connection alone, once
+        // the pool closed its idle one (after idleTimeoutMillis, 10 s by default).
+        let now = await held(name);
+        for (const end = Date.now() + 15_000; now !== 1 && Date.now() < end; await until(100)) now = await held(name);
+        expect(now).toBe(1);
+        expect(events.filter(({ type }) => type === 'error' || type === 'lost')).toEqual([]);
+      } finally {
+        subscriptions.forEach((subscription) => subscription.unsubscribe());
+        await postgresLeaseStore(own, { schema: test.schema }).settled().catch(() => undefined);
+        await own.end();
+      }
+    });
+  });
+
+  describe('notifications', () => {
+    it('lets an observer that polls once a minute see an election and a release within milliseconds', async () => {
+      await acquire('setup', 1); // makes the schema
+      const states: LeaderState[] = [];
+      subscriptions.push(observeLeader(store, { pollEvery: 60_000 }).subscribe((state) => states.push(state)));
+      await eventually('the watch', () => store.isWatching());
+      const other = testSchema();
+      try {
+        const elsewhere = postgresLeaseStore(other.pool, { schema: test.schema });
+        const { lease } = await elsewhere.acquire(0, 'b', Date.now(), 60_000);
+        await eventually('the election seen', () => states.at(-1)?.holder === 'b', 2_000);
+        await elsewhere.release({ slot: 0, holder: 'b', term: lease.term });
+        await eventually('the release seen', () => states.at(-1)?.holder === null, 2_000);
+      } finally {
+        await other.pool.end();
+      }
+    });
+
+    it('does not wake following candidates when another one is elected, only when the slot is released', async () => {
+      await acquire('setup', 1);
+      const woken: string[] = [];
+      const unwatch = store.watch(() => woken.push('follower'));
+      const unobserve = store.watch(() => woken.push('observer'), { elections: true });
+      try {
+        await eventually('the watch', () => store.isWatching());
+        const { lease } = await acquire('b');
+        await eventually('the election heard', () => woken.includes('observer'));
+        expect(woken).toEqual(['observer']);
+        await store.release({ slot: 0, holder: 'b', term: lease.term });
+        await eventually('the release heard', () => woken.length === 3);
+        expect(woken.slice(1).sort()).toEqual(['follower', 'observer']);
+      } finally {
+        unwatch();
+        unobserve();
+      }
+    });
+  });
+
+  describe('privileges', () => {
+    const role = `reader_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+    afterEach(async () => {
+      await pool.query(`DROP OWNED BY ${role}`).catch(() => undefined);
+      await pool.query(`DROP ROLE IF EXISTS ${role}`);
+    });
+
+    const asRole = async (grants: string[]) => {
+      await acquire('elsewhere'); // makes the table, and holds the slot for a minute
+      await pool.query(`CREATE ROLE ${role} LOGIN`);
+      await pool.query(`GRANT USAGE ON SCHEMA "${test.schema}" TO ${role}`);
+      for (const grant of grants) await pool.query(grant.replace('$role', role));
+      const url = new URL(testDatabaseUrl());
+      url.username = role;
+      return new Pool({ connectionString: url.toString() });
+    };
+
+    it('ends the stream of a candidate whose role may read but not write with DATABASE_READONLY at once, not when the slot falls free', async () => {
+      const reader = await asRole([`GRANT SELECT ON "${test.schema}".worker_leadership TO $role`]);
+      try {
+        const readerStore = postgresLeaseStore(reader, { schema: test.schema });
+        const error = await lastValueFrom(observeLeadership(readerStore)).catch((failure: unknown) => failure);
+        expect(error).toMatchObject({ code: 'DATABASE_READONLY', message: expect.stringContaining(`lacks INSERT, UPDATE, DELETE on "${test.schema}"."worker_leadership", USAGE on "${test.schema}"."worker_leadership_term"`) });
+        // Watching needs nothing more than reading.
+        const [state] = await lastValueFrom(observeLeader(readerStore).pipe(take(1), toArray()));
+        expect(state.holder).toBe('elsewhere');
+        await readerStore.settled();
+      } finally {
+        await reader.end();
+      }
+    });
+
+    it('names the term sequence when only it is out of reach', async () => {
+      const writer = await asRole([`GRANT SELECT, INSERT, UPDATE, DELETE ON "${test.schema}".worker_leadership TO $role`]);
+      try {
+        const error = await lastValueFrom(observeLeadership(postgresLeaseStore(writer, { schema: test.schema }))).catch((failure: unknown) => failure);
+        expect(error).toMatchObject({ code: 'DATABASE_READONLY', message: expect.stringContaining(`lacks USAGE on "${test.schema}"."worker_leadership_term"`) });
+      } finally {
+        await writer.end();
+      }
     });
   });
 
@@ -215,6 +335,32 @@ describe('postgresLeaseStore', () => {
       expect(Date.now() - started).toBeLessThan(1_500); // not after the 2 s stall
       expect(await settled).toBe('failed');
       expect((await pool.query(`SELECT count(*)::int AS n FROM ${ledger()}`)).rows[0].n).toBe(0);
+    });
+
+    it('renews nothing when the renewal waited for the row until after the lease ended, so that a follower takes over at once', async () => {
+      const { lease } = await acquire('a', 500);
+      const blocker = await pool.connect(); // the leader's own fenced transaction, stalled
+      await blocker.query(`BEGIN; SELECT * FROM "${test.schema}".worker_leadership FOR UPDATE`);
+      const renewal = store.renew({ slot: 0, holder: 'a', term: lease.term }, Date.now(), 60_000);
+      await until(800);
+      await blocker.query('ROLLBACK');
+      blocker.release();
+      expect(await renewal).toBe(false);
+      expect((await acquire('b')).acquired).toBe(true);
+    });
+
+    it('renews a lease whose row was held for a while if the lease still stood when the wait ended, and an expired lease nobody took', async () => {
+      const { lease } = await acquire('a', 2_000);
+      const blocker = await pool.connect();
+      await blocker.query(`BEGIN; SELECT * FROM "${test.schema}".worker_leadership FOR UPDATE`);
+      const renewal = store.renew({ slot: 0, holder: 'a', term: lease.term }, Date.now(), 60_000);
+      await until(300);
+      await blocker.query('ROLLBACK');
+      blocker.release();
+      expect(await renewal).toBe(true);
+      const { lease: short } = await store.acquire(1, 'c', Date.now(), 1);
+      await until(20);
+      expect(await store.renew({ slot: 1, holder: 'c', term: short.term }, Date.now(), 60_000)).toBe(true);
     });
 
     it("passes the work's own errors through untouched, and rolls back", async () => {

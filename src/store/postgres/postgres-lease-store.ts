@@ -1,8 +1,10 @@
-import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
+import type { Pool, PoolClient, QueryConfig, QueryResult, QueryResultRow } from 'pg';
+import { ulid } from 'ulid';
 import { argumentError, expectConfig, expectInteger, expectObject, expectString, MAX_DELAY } from '../../argument-check';
 import { Lease } from '../../leadership-event';
 import { checkLease } from '../lease-check';
-import { AcquireOptions, AcquireResult, ChangeOrigin, LeaseReader, LeaseRecord, LeaseStore, LeaseView } from '../lease-store';
+import { AcquireOptions, AcquireResult, ChangeOrigin, LeaseReader, LeaseRecord, LeaseStore, LeaseView, WatchOptions } from '../lease-store';
+import { LeadershipError } from '../../leadership-error';
 import { ChangeListeners } from '../change-listeners';
 import { toLeadershipError } from './postgres-error';
 import { installPostgresSchema, PostgresLeaseTable, qualifiedNames } from './postgres-schema';
@@ -32,9 +34,39 @@ export interface PostgresLeaseStoreConfig {
 
 /** The server's clock, in Unix ms: the one clock every candidate of every machine agrees on. */
 const serverNow = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
+/** When the server received the statement, before it waited for any lock, by the same clock. */
+const arrival = `floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint`;
 
-/** The channel on which releases are announced; the payload says which table. */
-const releaseChannel = 'observe_leadership';
+/** The channel on which elections and releases are announced; the payload says which and of which table. */
+const channel = 'observe_leadership';
+
+const nothing = () => undefined;
+
+interface Privileges extends QueryResultRow {
+  role: string;
+  standby: boolean;
+  missing: string[];
+  sequence: boolean;
+}
+
+/**
+ * The connection a store holds while anything of this process listens: it listens for
+ * elections and releases, and carries every statement of the store meanwhile, so that the
+ * store holds one connection, not two.
+ */
+interface Session {
+  readonly client: PoolClient;
+  /** Whether a notification sent from another connection was seen here: LISTEN works. */
+  confirmed: boolean;
+  /** Gives the connection back: destroyed after `error`, else after UNLISTEN, once the statements queued on it are done. */
+  close(error?: Error): void;
+}
+
+/** Whether `error` is the server's answer to a statement (a SQLSTATE), after which the connection is as good as before. */
+function isServerAnswer(error: unknown): boolean {
+  const { code } = (error ?? {}) as { code?: unknown };
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !code.startsWith('57P') && !code.startsWith('08');
+}
 
 interface Row extends QueryResultRow {
   holder: string;
@@ -49,20 +81,37 @@ function statementsFor(names: PostgresLeaseTable) {
     read: `SELECT holder, term, expires_at, ${serverNow} AS now FROM ${table} WHERE slot = $1`,
     // $3 is the lease's length: the server's clock sets its end. Taking a free, expired or
     // own row draws a new term from the sequence, evaluated under the row's lock, after
-    // every tenure granted before.
-    take: `INSERT INTO ${table} AS lease (slot, holder, expires_at, term)
-      SELECT $1, $2, clock.now + $3, nextval('${termSequence}') FROM (SELECT ${serverNow} AS now) AS clock
-      ON CONFLICT (slot) DO UPDATE
-        SET holder = excluded.holder, expires_at = excluded.expires_at, term = nextval('${termSequence}')
-        WHERE lease.expires_at < excluded.expires_at - $3 OR lease.holder = excluded.holder
-      RETURNING holder, term, expires_at, expires_at - $3 AS now`,
-    renew: `UPDATE ${table} SET expires_at = ${serverNow} + $4 WHERE slot = $1 AND holder = $2 AND term = $3`,
+    // every tenure granted before. Observers that listen hear of the election when it commits.
+    take: `WITH taken AS (
+        INSERT INTO ${table} AS lease (slot, holder, expires_at, term)
+        SELECT $1, $2, clock.now + $3, nextval('${termSequence}') FROM (SELECT ${serverNow} AS now) AS clock
+        ON CONFLICT (slot) DO UPDATE
+          SET holder = excluded.holder, expires_at = excluded.expires_at, term = nextval('${termSequence}')
+          WHERE lease.expires_at < excluded.expires_at - $3 OR lease.holder = excluded.holder
+        RETURNING holder, term, expires_at, expires_at - $3 AS now)
+      SELECT holder, term, expires_at, now, pg_notify('${channel}', $4) FROM taken`,
+    // The row's lock comes first, the clock after it (a select with FOR UPDATE is never merged
+    // into the one around it). A renewal that queued behind a transaction holding the row,
+    // such as the leader's own `fenced` stalled past the lease until the server ended it,
+    // renews nothing if the lease ended while it waited: otherwise it would win the row
+    // before the followers queued behind it and bring the lease back for a leader that is
+    // not there. A lease that had ended before the renewal arrived is renewed if nobody
+    // took it, as on SQLite.
+    renew: `UPDATE ${table} SET expires_at = ${serverNow} + $4 WHERE slot = $1 AND holder = $2 AND term = $3
+      AND (SELECT lease.expires_at >= ${serverNow} OR lease.expires_at < ${arrival}
+        FROM (SELECT expires_at FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease)`,
     // Deletes the row, as the original worker does, and wakes the followers that listen.
     release: `WITH released AS (DELETE FROM ${table} WHERE slot = $1 AND holder = $2 AND term = $3 RETURNING slot)
-      SELECT pg_notify('${releaseChannel}', $4) FROM released`,
+      SELECT pg_notify('${channel}', $4) FROM released`,
     // The lock comes first, the clock after it: the outer select runs once the row is locked.
     lockForFencing: `SELECT lease.holder, lease.term, lease.expires_at, ${serverNow} AS now
       FROM (SELECT holder, term, expires_at FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease`,
+    // What a candidate needs besides reading: has_table_privilege with several privileges
+    // says whether any is held, so each is asked alone. nextval needs USAGE or UPDATE.
+    privileges: `SELECT current_user AS role, pg_is_in_recovery() AS standby,
+        ARRAY(SELECT privilege FROM unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) AS privilege
+          WHERE NOT has_table_privilege($1, privilege)) AS missing,
+        has_sequence_privilege($2, 'USAGE, UPDATE') AS sequence`,
   };
 }
 
@@ -86,10 +135,19 @@ const stores = new WeakMap<Pool, Map<string, PostgresLeaseStore>>();
  *
  * Everything stored is timed by the server's clock, so machines whose clocks disagree still
  * agree on who leads; a candidate's own belief is timed by its local monotonic clock, from
- * when it sent each write. Each operation is one statement on whichever connection the pool
- * lends: nothing depends on one connection staying open. Followers listen for releases on
- * one pooled connection of their own (`LISTEN`), so a graceful handoff takes milliseconds;
- * if that connection goes, they poll until it is back.
+ * when it sent each write. Each operation is one statement, and the store sends one at a
+ * time: it needs one connection of the pool, whatever the number of slots, candidates and
+ * observers. While any of them listens (followers and observers do), that connection is
+ * one the store holds: it listens for elections and releases (`LISTEN`), so that a
+ * graceful handoff takes milliseconds and observers see a new leader at once, and carries
+ * the statements meanwhile. Nothing depends on it staying open: if it goes, statements
+ * take any connection of the pool and followers poll until it is back. Behind a pooler
+ * that lends server connections per transaction (PgBouncer's transaction mode),
+ * notifications cannot reach it: the store finds that out, warns once
+ * (`process.emitWarning`, code `OBSERVE_LEADERSHIP_NO_NOTIFICATIONS`) and polls. A
+ * candidate first checks that its role may write the table and draw terms, and ends with
+ * `DATABASE_READONLY` at once if not. `fenced` takes a connection of its own for each
+ * transaction: a pool needs `max` >= 2 (its default is 10).
  *
  * One store per pool and table: calling again with the same pool and options returns the
  * same store. Nothing touches the database before the first operation, which creates the
@@ -136,13 +194,19 @@ export function postgresLeaseStore(pool: Pool, config: PostgresLeaseStoreConfig 
 export class PostgresLeaseStore implements LeaseStore, LeaseReader {
   readonly clock = 'server';
   private readonly statements: ReturnType<typeof statementsFor>;
-  /** Who is announced on the release channel: this table, and no other that shares the server. */
-  private readonly channelPayload: string;
+  /** What is announced on the channel: an election or a release of this table, and no other that shares the server. */
+  private readonly payloads: { readonly elected: string; readonly released: string };
   private schemaReady: Promise<void> | undefined;
+  /** Set once a candidate found it may write the table (see `mayCampaign`). */
+  private writable: Promise<void> | undefined;
   private readonly listeners = new ChangeListeners(() => this.startListening(), () => this.stopListening());
-  /** The connection that listens for releases, once it does. */
-  private listening: PoolClient | undefined;
+  /** The connection that listens (and carries the statements), once there is one. */
+  private listening: Session | undefined;
   private connectingListener = false;
+  /** The end of the store's last statement (see `statement`). */
+  private turn: Promise<void> = Promise.resolve();
+  /** Set when notifications were found not to reach a listening connection (PgBouncer in transaction mode): followers poll. */
+  private notificationsUnavailable = false;
   /** Every operation not yet settled, so that `settled()` can wait for them. */
   private readonly pending = new Set<Promise<unknown>>();
   /** Releases that failed since `settled()` last reported. */
@@ -154,7 +218,8 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
     private readonly queryTimeout: number,
   ) {
     this.statements = statementsFor(names);
-    this.channelPayload = qualifiedNames(names).table;
+    const { table } = qualifiedNames(names);
+    this.payloads = { elected: `elected ${table}`, released: `released ${table}` };
     // An idle connection closed by the server or the network is reported here, and would
     // end the process if nobody listened. The next operation simply takes another one.
     pool.on('error', () => undefined);
@@ -168,13 +233,14 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
     return this.operation(async () => {
       const answer = (acquired: boolean, row: Row): AcquireResult => ({ acquired, ...toView(row) });
       // Otherwise reading first keeps followers off the row's lock while a live lease stands.
+      await this.mayCampaign();
       if (waitForLock) {
         const [seen] = await this.query<Row>(this.statements.read, [slot]);
         if (seen !== undefined && seen.holder !== holder && Number(seen.expires_at) >= Number(seen.now)) {
           return answer(false, seen);
         }
       }
-      const [taken] = await this.query<Row>(this.statements.take, [slot, holder, expiresAfter]);
+      const [taken] = await this.query<Row>(this.statements.take, [slot, holder, expiresAfter, this.payloads.elected]);
       if (taken !== undefined) return answer(true, taken);
       const [now] = await this.query<Row>(this.statements.read, [slot]);
       // Taken by another in between, or released again since: either way not ours.
@@ -184,14 +250,14 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
 
   renew({ slot, holder, term }: Lease, _now: number, expiresAfter: number): Promise<boolean> {
     return this.operation(async () => {
-      const result = await this.pool.query(this.config(this.statements.renew, [slot, holder, term, expiresAfter]));
+      const result = await this.statement(this.statements.renew, [slot, holder, term, expiresAfter]);
       return result.rowCount === 1;
     });
   }
 
   release({ slot, holder, term }: Lease): Promise<boolean> {
     const released = this.operation(async () => {
-      const rows = await this.query(this.statements.release, [slot, holder, term, this.channelPayload]);
+      const rows = await this.query(this.statements.release, [slot, holder, term, this.payloads.released]);
       return rows.length === 1;
     });
     // Kept for whoever awaits `settled()`: releases mostly run after the subscriber left.
@@ -209,12 +275,14 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
 
   leaveStandby(): void {}
 
-  watch(listener: (origin: ChangeOrigin) => void): () => void {
-    return this.listeners.add(listener);
+  /** Releases are reported to every listener; elections only to those that ask (observers). */
+  watch(listener: (origin: ChangeOrigin) => void, options?: WatchOptions): () => void {
+    return this.listeners.add(listener, options);
   }
 
+  /** Whether notifications are known to reach this process now (a notification made the round trip). */
   isWatching(): boolean {
-    return this.listening !== undefined;
+    return this.listening?.confirmed === true;
   }
 
   /**
@@ -313,48 +381,143 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
   }
 
   private async query<R extends QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
-    return (await this.pool.query<R>(this.config(text, values))).rows;
+    return (await this.statement<R>(text, values)).rows;
   }
 
+  /**
+   * One statement: on the listening connection when there is one, else on a connection of
+   * the pool; one statement of the store at a time either way, so that the store needs one
+   * connection whatever the number of slots, candidates and observers.
+   */
+  private async statement<R extends QueryResultRow>(text: string, values: unknown[]): Promise<QueryResult<R>> {
+    return this.onTurn(async () => {
+      const session = this.listening;
+      if (session === undefined) return this.pool.query<R>(this.config(text, values));
+      try {
+        return await session.client.query<R>(this.config(text, values));
+      } catch (error) {
+        // A statement that got no answer may leave the connection stuck behind it: never reuse it.
+        if (!isServerAnswer(error)) session.close(error instanceof Error ? error : new Error(String(error)));
+        throw error;
+      }
+    });
+  }
 
-  /** Listens for releases on a connection of its own; tried again at the next operation if it fails or goes. */
+  /** Runs `run` once every statement of the store sent before it has settled. */
+  private onTurn<T>(run: () => Promise<T>): Promise<T> {
+    const result = this.turn.then(run);
+    this.turn = result.then(nothing, nothing);
+    return result;
+  }
+
+  /**
+   * Checks once that this role may campaign (write the table, draw terms) on a server that
+   * accepts writes, so that a role that may only read learns it when its candidate starts,
+   * not when the slot first falls free.
+   */
+  private mayCampaign(): Promise<void> {
+    this.writable ??= (async () => {
+      const { table, termSequence } = qualifiedNames(this.names);
+      const [found] = await this.query<Privileges>(this.statements.privileges, [table, termSequence]);
+      if (found.standby) {
+        throw new LeadershipError('DATABASE_READONLY', 'The server is a standby, which accepts no writes: candidates must connect to the primary');
+      }
+      const missing = [...(found.missing.length > 0 ? [`${found.missing.join(', ')} on ${table}`] : []), ...(found.sequence ? [] : [`USAGE on ${termSequence}`])];
+      if (missing.length > 0) {
+        throw new LeadershipError(
+          'DATABASE_READONLY',
+          `Role ${found.role} may not campaign: it lacks ${missing.join(', ')} (grant them, or only watch with observeLeader)`,
+        );
+      }
+    })().catch((error: unknown) => {
+      this.writable = undefined; // asked again next time: a grant may come
+      throw error;
+    });
+    return this.writable;
+  }
+
+  /**
+   * Listens on a connection of its own, which carries the store's statements meanwhile; tried
+   * again at the next operation if it fails or goes. Then checks that a notification sent
+   * from another connection reaches it before the answer to its next statement (the server
+   * delivers it then at the latest): behind a pooler that lends server connections per
+   * transaction (PgBouncer's transaction mode) it does not, and the store says so once and
+   * lets its followers poll.
+   */
   private startListening(): void {
-    if (this.listening !== undefined || this.connectingListener) return;
+    if (this.listening !== undefined || this.connectingListener || this.notificationsUnavailable) return;
     this.connectingListener = true;
     const listen = async () => {
-      const client = await this.pool.connect();
-      let dropped = false;
-      const drop = (error?: Error) => {
-        if (dropped) return;
-        dropped = true;
-        client.removeAllListeners('notification');
-        if (this.listening === client) this.listening = undefined;
-        client.release(error ?? true); // a listening connection is never lent to anybody else
-      };
-      client.on('error', drop);
-      client.on('notification', ({ channel, payload }) => {
-        if (channel === releaseChannel && payload === this.channelPayload) this.listeners.notify('anywhere');
-      });
-      try {
-        await client.query(`LISTEN ${releaseChannel}`);
-      } catch (error) {
-        drop(error as Error);
+      // After the schema is made, if a candidate is making it (an observer makes nothing).
+      await this.schemaReady?.catch(nothing);
+      const probe = `probe ${ulid()}`;
+      let probed = false;
+      // Taken in the store's turn: no statement of the store holds another connection meanwhile.
+      const session = await this.onTurn(() => this.openSession((payload) => (probed ||= payload === probe)));
+      this.connectingListener = false;
+      if (session === undefined) return;
+      // From another connection of the pool, which may be busy: statements go on meanwhile.
+      await this.pool.query(this.config('SELECT pg_notify($1, $2)', [channel, probe]));
+      if (this.listening !== session) return;
+      await this.onTurn(() => session.client.query(this.config('SELECT 1', [])));
+      if (this.listening !== session) return;
+      if (probed) {
+        session.confirmed = true;
         return;
       }
-      if (!this.listeners.any) return drop();
-      this.listening = client;
+      this.notificationsUnavailable = true;
+      session.close();
+      process.emitWarning(
+        `observe-leadership: notifications do not reach this connection (a pooler in transaction mode, such as PgBouncer's?): ` +
+          `followers and observers of ${qualifiedNames(this.names).table} poll instead`,
+        { code: 'OBSERVE_LEADERSHIP_NO_NOTIFICATIONS' },
+      );
     };
     listen()
       .catch(() => undefined) // followers poll until the next operation tries again
       .finally(() => (this.connectingListener = false));
   }
 
-  private stopListening(): void {
-    const client = this.listening;
-    this.listening = undefined;
-    if (client) {
-      client.removeAllListeners('notification');
-      client.release(true);
+  /** A connection that listens, which becomes the store's while anybody listens; `undefined` if nobody does any more. */
+  private async openSession(onOther: (payload: string) => void): Promise<Session | undefined> {
+    const client = await this.pool.connect();
+    let closed = false;
+    const session: Session = {
+      client,
+      confirmed: false,
+      close: (error?: Error) => {
+        if (closed) return;
+        closed = true;
+        if (this.listening === session) this.listening = undefined;
+        const release = (broken?: Error) => {
+          client.removeAllListeners('notification');
+          client.removeListener('error', session.close);
+          client.release(broken);
+        };
+        // Statements sent before run first; a broken connection is destroyed, a good one goes back to the pool.
+        if (error !== undefined) release(error);
+        else this.onTurn(() => client.query('UNLISTEN *')).then(() => release(), (failed: Error) => release(failed));
+      },
+    };
+    client.on('error', session.close);
+    client.on('notification', ({ channel: name, payload = '' }) => {
+      if (name !== channel) return;
+      if (payload === this.payloads.released) this.listeners.notify('anywhere');
+      else if (payload === this.payloads.elected) this.listeners.notify('anywhere', 'election');
+      else onOther(payload);
+    });
+    try {
+      await client.query(this.config(`LISTEN ${channel}`, []));
+    } catch (error) {
+      session.close(error as Error);
+      throw error;
     }
+    if (!this.listeners.any) return void session.close();
+    this.listening = session;
+    return session;
+  }
+
+  private stopListening(): void {
+    this.listening?.close();
   }
 }

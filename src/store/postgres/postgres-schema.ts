@@ -59,14 +59,15 @@ export async function installPostgresSchema(pool: Pool, names: PostgresLeaseTabl
 
 /** Whether the lease table and its sequence exist (`false` if not); throws if they have another shape. */
 async function describeTable(pool: Pool, names: PostgresLeaseTable): Promise<boolean> {
+  const { table, termSequence } = qualifiedNames(names);
+  // The catalog, not information_schema, which hides what the role has no privilege on: a
+  // role that may only read the table must still find the sequence there.
   const { rows } = await pool.query<{ column_name: string; data_type: string; sequence: boolean }>(
-    `SELECT column_name, data_type,
-       EXISTS (SELECT 1 FROM information_schema.sequences WHERE sequence_schema = $1 AND sequence_name = $3) AS sequence
-     FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`,
-    [names.schema, names.table, `${names.table}_term`],
+    `SELECT attname AS column_name, format_type(atttypid, atttypmod) AS data_type, to_regclass($2) IS NOT NULL AS sequence
+     FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped`,
+    [table, termSequence],
   );
   if (rows.length === 0) return false;
-  const { table } = qualifiedNames(names);
   const found = Object.fromEntries(rows.map((row) => [row.column_name, row.data_type]));
   const wrong = Object.entries(expectedColumns).filter(([column, type]) => found[column] !== type);
   if (wrong.length > 0) {
