@@ -8,7 +8,7 @@
  * it works in a schema of its own, so nothing else there is touched.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,7 +38,7 @@ function findBinaries(): string {
   return join(debian, newest, 'bin');
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
@@ -50,7 +50,7 @@ function freePort(): Promise<number> {
 }
 
 /** As root, who runs the server instead, and how to run a program as them. */
-function serverUser(): { uid: number; gid: number; run: string[] } | undefined {
+export function serverUser(): { uid: number; gid: number; run: string[] } | undefined {
   if (process.getuid?.() !== 0) return undefined;
   for (const name of ['postgres', 'nobody']) {
     const id = spawnSync('id', [name], { encoding: 'utf8' });
@@ -62,8 +62,24 @@ function serverUser(): { uid: number; gid: number; run: string[] } | undefined {
   throw new Error('Running as root, and neither a postgres nor a nobody user exists to run PostgreSQL');
 }
 
+/** How a server of this module's own is set up. */
+export interface PostgresServerOptions {
+  /**
+   * The server's `max_connections`. The specs, which run side by side, want more than
+   * PostgreSQL's default of 100; the fleet benchmark keeps the default.
+   * @default 300
+   */
+  maxConnections?: number;
+  /**
+   * Also accept connections from other hosts on 10.0.0.0/8 (network namespaces on veth
+   * links), on every address of this one.
+   * @default false
+   */
+  fromNamespaces?: boolean;
+}
+
 /** Starts a server of its own on a free port of 127.0.0.1, or returns the one named by the environment. */
-export async function startPostgresServer(): Promise<PostgresServer> {
+export async function startPostgresServer({ maxConnections = 300, fromNamespaces = false }: PostgresServerOptions = {}): Promise<PostgresServer> {
   const given = process.env[databaseUrlVariable];
   if (given) return { url: given, stop: () => undefined };
   const bin = findBinaries();
@@ -77,8 +93,12 @@ export async function startPostgresServer(): Promise<PostgresServer> {
   const data = join(folder, 'data');
   const port = await freePort();
   run('initdb', ['-D', data, '-A', 'trust', '-U', 'test', '--no-sync', '-E', 'UTF8']);
-  // Fast and forgetful: a test server needs no durability, and candidates open connections.
-  const settings = [`-p ${port}`, `-k ${folder}`, '-c listen_addresses=127.0.0.1', '-c fsync=off', '-c synchronous_commit=off', '-c max_connections=300'];
+  if (fromNamespaces) {
+    appendFileSync(join(data, 'pg_hba.conf'), 'host all all 10.0.0.0/8 trust\n');
+  }
+  // Fast and forgetful: a test server needs no durability.
+  const listen = fromNamespaces ? '*' : '127.0.0.1';
+  const settings = [`-p ${port}`, `-k ${folder}`, `-c listen_addresses=${listen}`, '-c fsync=off', '-c synchronous_commit=off', `-c max_connections=${maxConnections}`];
   run('pg_ctl', ['-D', data, '-o', settings.join(' '), '-l', join(folder, 'log'), '-w', '-t', '60', 'start']);
   return {
     url: `postgres://test@127.0.0.1:${port}/postgres`,

@@ -17,4 +17,4 @@ export type {
   RenewedEvent,
 } from './leadership-event';
 export type { FencingStore } from './fenced';
-export type { AcquireOptions, AcquireResult, ChangeOrigin, Eventually, LeaseReader, LeaseRecord, LeaseStore, LeaseView } from './store/lease-store';
+export type { AcquireOptions, AcquireResult, ChangeOrigin, Eventually, LeaseReader, LeaseRecord, LeaseStore, LeaseView, TenureWatch, WatchOptions } from './store/lease-store';
