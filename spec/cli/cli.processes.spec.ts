@@ -6,6 +6,8 @@ import { observeLeadership } from '../../src';
 import { watcherCount } from '../../chaos/endpoint-sockets';
 import { SpawnedScript } from '../support/spawned-script';
 import { temporaryDatabase, TemporaryDatabase } from '../support/temporary-database';
+import { testDatabaseUrl, testSchema, TestSchema } from '../support/postgres-database';
+import { postgresLeaseStore } from '../../src/postgres';
 
 const cliScript = join(__dirname, '..', '..', 'dist', 'cli', 'main.js');
 
@@ -130,6 +132,66 @@ describe('the observe-leadership command', () => {
       expect(new Database(file.file, { readonly: true }).prepare('SELECT count(*) AS n FROM worker_leadership').get()).toEqual({ n: 0 });
       expect(await cli('run', file.file, '--', join(file.file, '..', 'no-such-command'))).toMatchObject({ code: 127 });
       expect(await cli('run', file.file)).toEqual({ code: 2, output: expect.stringContaining('which command?') });
+    });
+  });
+
+  describe('on PostgreSQL', () => {
+    let test: TestSchema;
+    let url: string;
+    beforeEach(() => {
+      test = testSchema();
+      url = testDatabaseUrl();
+    });
+    afterEach(async () => {
+      for (const each of running) each.process.kill('SIGTERM');
+      await Promise.all(running.map((each) => each.exited));
+      running = [];
+      await test.drop();
+    });
+    const inSchema = () => ['--schema', test.schema];
+
+    it('says what is wrong with the same exit codes: no server 3, no table 4, --schema with a file 2', async () => {
+      const closed = new URL(url);
+      closed.port = '1';
+      expect(await cli('status', closed.toString())).toEqual({ code: 3, output: expect.stringContaining('cannot reach postgres://') });
+      expect(await cli('status', url, ...inSchema())).toEqual({ code: 4, output: expect.stringContaining('no worker_leadership table') });
+      expect(await cli('status', file.file, ...inSchema())).toEqual({ code: 2, output: expect.stringContaining('--schema and --table are for a postgres:// URL') });
+    });
+
+    it('tells who leads as text and JSON, and watches the slot change hands', async () => {
+      const store = postgresLeaseStore(test.pool, { schema: test.schema });
+      await store.acquire(1, 'setup', Date.now(), 1); // makes the table
+      const watcher = start('watch', url, ...inSchema(), '--poll-every', '60000');
+      await watcher.shows(/nobody leads/);
+      const worker = observeLeadership(store, { holder: 'worker-1' }).subscribe();
+      try {
+        await watcher.shows(/worker-1 leads, term 2/); // heard at once, not at the next poll a minute later
+        const text = await cli('status', url, ...inSchema());
+        expect(text.code).toBe(0);
+        expect(text.output).toMatch(/holder +worker-1\nterm +2\nexpires +in \d+\.\d s .*\nlive +yes/);
+        const json = await cli('status', url, ...inSchema(), '--json');
+        expect(JSON.parse(json.output)).toEqual({ slot: 0, holder: 'worker-1', term: 2, expiresAt: expect.any(Number), expiresIn: expect.any(Number), live: true });
+      } finally {
+        worker.unsubscribe();
+        await store.settled();
+      }
+      await watcher.shows(/nobody leads \(worker-1 released/);
+      watcher.process.kill('SIGINT');
+      expect(await watcher.exited).toBe(0);
+    });
+
+    it('runs the command only in the leader, and hands its lease over on SIGTERM', async () => {
+      const timing = ['--renew-every', '200', '--expires-after', '1000', '--retry-every', '100'];
+      const command = (name: string) => ['bash', '-c', `echo "${name} runs for term $OBSERVE_LEADERSHIP_TERM"; trap 'echo "${name} stops"; exit 0' TERM; while true; do sleep 0.05; done`];
+      const first = start('run', url, ...inSchema(), ...timing, '--', ...command('one'));
+      await first.shows(/one runs for term 1/);
+      const second = start('run', url, ...inSchema(), ...timing, '--', ...command('two'));
+      await second.shows(/campaigning/);
+      expect(second.output).not.toContain('two runs');
+      first.process.kill('SIGTERM');
+      expect(await first.exited).toBe(0);
+      expect(first.output).toContain('one stops');
+      await second.shows(/two runs for term 2/);
     });
   });
 });

@@ -7,6 +7,9 @@ import { watchCommand } from './watch-command';
 
 const usage = `usage: observe-leadership <command> <database> [options]
 
+  <database> is the path of a SQLite file, or a postgres:// URL (with --schema S
+  and --table T when not public.worker_leadership)
+
   status <db> [--slot N] [--json]
       who holds the slot, for which term, until when, and whether the lease is live
   watch <db> [--slot N] [--poll-every MS]
@@ -29,7 +32,7 @@ export async function main(
   try {
     switch (name) {
       case 'status':
-        return statusCommand(rest, out);
+        return await statusCommand(rest, out);
       case 'watch':
         return await watchCommand(rest, out, stop);
       case 'run':

@@ -1,30 +1,110 @@
-import Database from 'better-sqlite3';
+import type { Database } from 'better-sqlite3';
 import { existsSync } from 'node:fs';
-import { CliError, exitCode } from './cli-arguments';
+import type { Pool } from 'pg';
+import { Lease } from '../leadership-event';
+import { LeaseReader, LeaseStore, LeaseView } from '../store/lease-store';
+import { postgresLeaseStore, PostgresLeaseStore } from '../store/postgres/postgres-lease-store';
+import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
+import { CliError, exitCode, ParsedArguments } from './cli-arguments';
 
 /**
- * Opens the database at `file`, which must exist: a misspelt path must not create a new,
- * empty database, where a candidate would elect itself beside the real election.
+ * The database a command works on, SQLite or PostgreSQL alike: what `observeLeader` and
+ * `observeLeadership` take, a look at a slot, and the way to close it once every release
+ * is done.
  */
-export function openDatabase(file: string | undefined, { readonly }: { readonly: boolean }): Database.Database {
-  if (file === undefined) throw new CliError(exitCode.usage, 'which database? Give the path of the SQLite file');
+export interface CliDatabase {
+  /** The file, or the URL without its password, for messages. */
+  readonly name: string;
+  /** What the library takes: a better-sqlite3 `Database`, or a PostgreSQL store. */
+  readonly source: Database | (LeaseStore & LeaseReader);
+  /** Whether a candidate ever ran here: the lease table exists. */
+  hasLeaseTable(): Promise<boolean>;
+  /** The slot's row, with the time its lease has left by the database's clock. */
+  look(slot: number): Promise<LeaseView | undefined>;
+  /** SQLite: the leader's endpoint (see tenure-endpoints.ts), for the command's guard to hold. */
+  endpointDescriptor(lease: Lease): number | undefined;
+  /** Waits for the releases in flight, then closes. */
+  close(): Promise<void>;
+}
+
+const postgresUrl = /^postgres(ql)?:\/\//;
+
+/**
+ * Opens the database the positional argument names: a `postgres://` URL (with `--schema`
+ * and `--table`), or the path of a SQLite file, which must exist: a misspelt path must not
+ * create a new, empty database, where a candidate would elect itself beside the real one.
+ */
+export async function openDatabase(parsed: ParsedArguments, { readonly }: { readonly: boolean }): Promise<CliDatabase> {
+  const [target] = parsed.positional;
+  if (target === undefined) throw new CliError(exitCode.usage, 'which database? Give the path of the SQLite file, or a postgres:// URL');
+  const schema = parsed.options.get('schema');
+  const table = parsed.options.get('table');
+  if (postgresUrl.test(target)) return openPostgres(target, { schema: schema as string | undefined, table: table as string | undefined });
+  if (schema !== undefined || table !== undefined) throw new CliError(exitCode.usage, '--schema and --table are for a postgres:// URL');
+  return openSqlite(target, readonly);
+}
+
+async function openSqlite(file: string, readonly: boolean): Promise<CliDatabase> {
   if (!existsSync(file)) throw new CliError(exitCode.noDatabase, `no database at ${file}`);
-  let db: Database.Database;
+  // Loaded here: a user of PostgreSQL alone need not install better-sqlite3.
+  const { default: SqliteDatabase } = await import('better-sqlite3');
+  let db: Database;
   try {
-    db = new Database(file, { readonly, fileMustExist: true, timeout: 1_000 });
+    db = new SqliteDatabase(file, { readonly, fileMustExist: true, timeout: 1_000 });
     db.prepare('SELECT count(*) FROM sqlite_master').get(); // not a database: fails here
   } catch (error) {
     throw new CliError(exitCode.noDatabase, `cannot open ${file} as a SQLite database: ${(error as Error).message}`);
   }
-  return db;
+  return {
+    name: file,
+    source: db,
+    hasLeaseTable: async () => db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'worker_leadership'`).get() !== undefined,
+    look: async (slot) => sqliteLeaseStore(db).look(slot, Date.now()),
+    endpointDescriptor: (lease) => sqliteLeaseStore(db).endpointDescriptor(lease),
+    close: async () => void db.close(),
+  };
 }
 
-/** Whether a candidate ever ran on `db`: the lease table exists. */
-export function hasLeaseTable(db: Database.Database): boolean {
-  return db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'worker_leadership'`).get() !== undefined;
+async function openPostgres(url: string, names: { schema?: string; table?: string }): Promise<CliDatabase> {
+  const shown = withoutPassword(url);
+  // Loaded here: a user of SQLite alone need not install pg.
+  const { Pool } = await import('pg');
+  const pool: Pool = new Pool({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  let store: PostgresLeaseStore;
+  try {
+    store = postgresLeaseStore(pool, Object.fromEntries(Object.entries(names).filter(([, value]) => value !== undefined)));
+    await pool.query('SELECT 1');
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    if (error instanceof TypeError || error instanceof RangeError) throw new CliError(exitCode.usage, error.message);
+    throw new CliError(exitCode.noDatabase, `cannot reach ${shown}: ${(error as Error).message}`);
+  }
+  const { schema = 'public', table = 'worker_leadership' } = names;
+  return {
+    name: shown,
+    source: store,
+    hasLeaseTable: async () =>
+      (await pool.query<{ found: boolean }>('SELECT to_regclass(format($1, $2::text, $3::text)) IS NOT NULL AS found', ['%I.%I', schema, table])).rows[0].found,
+    look: async (slot) => store.look(slot),
+    endpointDescriptor: () => undefined,
+    close: async () => {
+      await store.settled().catch(() => undefined);
+      await pool.end();
+    },
+  };
+}
+
+function withoutPassword(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    throw new CliError(exitCode.usage, `not a URL: ${url}`);
+  }
 }
 
 /** The message for a database without the lease table, the same for every command. */
-export function noTableError(file: string): CliError {
-  return new CliError(exitCode.noTable, `no worker_leadership table in ${file}: no candidate has campaigned on this database`);
+export function noTableError(name: string): CliError {
+  return new CliError(exitCode.noTable, `no worker_leadership table in ${name}: no candidate has campaigned on this database`);
 }

@@ -5,7 +5,6 @@ import { Observable, Subscription } from 'rxjs';
 import { MAX_DELAY } from '../argument-check';
 import { ElectedEvent } from '../leadership-event';
 import { observeLeadership } from '../observe-leadership';
-import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 import { CliError, exitCode, integerOption, parseArguments } from './cli-arguments';
 import { openDatabase } from './open-database';
 
@@ -21,9 +20,8 @@ import { openDatabase } from './open-database';
  * the stop signals reach the command's children too, and a runner killed outright takes its
  * command with it before any follower can take over.
  */
-export function runCommand(argv: readonly string[], log: (line: string) => void, stop: Observable<unknown>): Promise<number> {
-  const parsed = parseArguments(argv, ['slot', 'renew-every', 'expires-after', 'retry-every', 'grace'], []);
-  const [file] = parsed.positional;
+export async function runCommand(argv: readonly string[], log: (line: string) => void, stop: Observable<unknown>): Promise<number> {
+  const parsed = parseArguments(argv, ['slot', 'renew-every', 'expires-after', 'retry-every', 'grace', 'schema', 'table'], []);
   const [command, ...commandArguments] = parsed.rest;
   if (command === undefined) throw new CliError(exitCode.usage, 'which command? Give it after --, as in: run jobs.db -- ./nightly.sh');
   const slot = integerOption(parsed, 'slot', 0, 0, Number.MAX_SAFE_INTEGER) as number;
@@ -34,12 +32,12 @@ export function runCommand(argv: readonly string[], log: (line: string) => void,
     expiresAfter: integerOption(parsed, 'expires-after', undefined, 2, MAX_DELAY),
     retryEvery: integerOption(parsed, 'retry-every', undefined, 1, MAX_DELAY),
   };
-  const db = openDatabase(file, { readonly: false });
+  const db = await openDatabase(parsed, { readonly: false });
   let events: ReturnType<typeof observeLeadership>;
   try {
-    events = observeLeadership(db, Object.fromEntries(Object.entries(config).filter(([, value]) => value !== undefined)));
+    events = observeLeadership(db.source, Object.fromEntries(Object.entries(config).filter(([, value]) => value !== undefined)));
   } catch (error) {
-    db.close();
+    await db.close();
     throw new CliError(exitCode.usage, (error as Error).message); // renewEvery not below expiresAfter, say
   }
 
@@ -53,7 +51,7 @@ export function runCommand(argv: readonly string[], log: (line: string) => void,
 
     const start = (lease: ElectedEvent) => {
       log(`elected, term ${lease.term}: starting ${[command, ...commandArguments].join(' ')}`);
-      const endpoint = sqliteLeaseStore(db).endpointDescriptor(lease);
+      const endpoint = db.endpointDescriptor(lease);
       const started = spawn(process.execPath, [join(__dirname, 'command-guard.js'), command, ...commandArguments], {
         stdio: ['inherit', 'inherit', 'inherit', 'pipe', endpoint ?? 'ignore'],
         detached: true,
@@ -103,11 +101,11 @@ export function runCommand(argv: readonly string[], log: (line: string) => void,
       stopping?.unsubscribe();
       const childCode = await stopChild();
       subscription?.unsubscribe(); // releases the lease, if held
-      db.close();
+      await db.close(); // once the release is done
       resolve(code ?? childCode);
     };
 
-    log(`campaigning for slot ${slot} of ${file}`);
+    log(`campaigning for slot ${slot} of ${db.name}`);
     subscription = events.subscribe({
       next: (event) => {
         switch (event.type) {

@@ -1,6 +1,5 @@
-import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 import { exitCode, integerOption, parseArguments } from './cli-arguments';
-import { hasLeaseTable, noTableError, openDatabase } from './open-database';
+import { noTableError, openDatabase } from './open-database';
 import { describeDuration } from './time-text';
 
 /** What `status` tells of a slot: the row as stored, and whether its lease stands now. */
@@ -14,18 +13,19 @@ export interface SlotStatus {
   readonly live: boolean;
 }
 
-/** `status <db> [--slot N] [--json]`: who holds the slot, for which term, until when. */
-export function statusCommand(argv: readonly string[], print: (line: string) => void): number {
-  const parsed = parseArguments(argv, ['slot'], ['json']);
-  const [file] = parsed.positional;
+/**
+ * `status <db> [--slot N] [--json]`: who holds the slot, for which term, until when. On
+ * PostgreSQL, the time left is the server's to say.
+ */
+export async function statusCommand(argv: readonly string[], print: (line: string) => void): Promise<number> {
+  const parsed = parseArguments(argv, ['slot', 'schema', 'table'], ['json']);
   const slot = integerOption(parsed, 'slot', 0, 0, Number.MAX_SAFE_INTEGER) as number;
-  const db = openDatabase(file, { readonly: true });
+  const db = await openDatabase(parsed, { readonly: true });
   try {
-    if (!hasLeaseTable(db)) throw noTableError(file);
-    const row = sqliteLeaseStore(db).read(slot);
-    const now = Date.now();
-    const status: SlotStatus = row
-      ? { slot, holder: row.holder, term: row.term, expiresAt: row.expiresAt, expiresIn: row.expiresAt - now, live: row.expiresAt >= now }
+    if (!(await db.hasLeaseTable())) throw noTableError(db.name);
+    const view = await db.look(slot);
+    const status: SlotStatus = view
+      ? { slot, ...view.lease, expiresIn: view.expiresIn, live: view.expiresIn >= 0 }
       : { slot, holder: null, term: null, expiresAt: null, expiresIn: null, live: false };
     if (parsed.options.has('json')) {
       print(JSON.stringify(status));
@@ -34,7 +34,7 @@ export function statusCommand(argv: readonly string[], print: (line: string) => 
     }
     return exitCode.ok;
   } finally {
-    db.close();
+    await db.close();
   }
 }
 

@@ -2,23 +2,22 @@ import { Observable } from 'rxjs';
 import { MAX_DELAY } from '../argument-check';
 import { LeaderState, observeLeader } from '../observe-leader';
 import { exitCode, integerOption, parseArguments } from './cli-arguments';
-import { hasLeaseTable, openDatabase } from './open-database';
+import { openDatabase } from './open-database';
 import { timeOfDay } from './time-text';
 
 /**
  * `watch <db> [--slot N]`: a line each time the slot changes hands, is renewed, or runs
  * out, until `stop` emits (Ctrl-C). Plain lines, so that it reads the same piped to a file.
  */
-export function watchCommand(argv: readonly string[], print: (line: string) => void, stop: Observable<unknown>): Promise<number> {
-  const parsed = parseArguments(argv, ['slot', 'poll-every'], []);
-  const [file] = parsed.positional;
+export async function watchCommand(argv: readonly string[], print: (line: string) => void, stop: Observable<unknown>): Promise<number> {
+  const parsed = parseArguments(argv, ['slot', 'poll-every', 'schema', 'table'], []);
   const slot = integerOption(parsed, 'slot', 0, 0, Number.MAX_SAFE_INTEGER) as number;
   const pollEvery = integerOption(parsed, 'poll-every', 1_000, 1, MAX_DELAY) as number;
-  const db = openDatabase(file, { readonly: true });
-  if (!hasLeaseTable(db)) print(`(no candidate has campaigned on ${file} yet: waiting)`);
+  const db = await openDatabase(parsed, { readonly: true });
+  if (!(await db.hasLeaseTable())) print(`(no candidate has campaigned on ${db.name} yet: waiting)`);
   return new Promise((resolve) => {
     let previous: LeaderState | undefined;
-    const subscription = observeLeader(db, { slot, pollEvery }).subscribe({
+    const subscription = observeLeader(db.source, { slot, pollEvery }).subscribe({
       next: (state) => {
         print(`${timeOfDay(Date.now())}  slot ${slot}  ${describeChange(previous, state)}`);
         previous = state;
@@ -32,8 +31,7 @@ export function watchCommand(argv: readonly string[], print: (line: string) => v
     function finish(code: number) {
       subscription.unsubscribe();
       stopping.unsubscribe();
-      db.close();
-      resolve(code);
+      void db.close().then(() => resolve(code), () => resolve(code));
     }
   });
 }
