@@ -205,6 +205,8 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
   private connectingListener = false;
   /** The end of the store's last statement (see `statement`). */
   private turn: Promise<void> = Promise.resolve();
+  /** Set once a notification from another connection reached a listening one: later ones need no probe. */
+  private notificationsWork = false;
   /** Set when notifications were found not to reach a listening connection (PgBouncer in transaction mode): followers poll. */
   private notificationsUnavailable = false;
   /** Every operation not yet settled, so that `settled()` can wait for them. */
@@ -456,12 +458,20 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
       const session = await this.onTurn(() => this.openSession((payload) => (probed ||= payload === probe)));
       this.connectingListener = false;
       if (session === undefined) return;
-      // From another connection of the pool, which may be busy: statements go on meanwhile.
-      await this.pool.query(this.config('SELECT pg_notify($1, $2)', [channel, probe]));
+      if (this.notificationsWork) return void (session.confirmed = true);
+      // From another connection, closed at once so that the store keeps to one; statements go
+      // on meanwhile on the session.
+      const notifier = await this.pool.connect();
+      try {
+        await notifier.query(this.config('SELECT pg_notify($1, $2)', [channel, probe]));
+      } finally {
+        notifier.release(true);
+      }
       if (this.listening !== session) return;
       await this.onTurn(() => session.client.query(this.config('SELECT 1', [])));
       if (this.listening !== session) return;
       if (probed) {
+        this.notificationsWork = true;
         session.confirmed = true;
         return;
       }
