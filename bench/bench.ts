@@ -6,7 +6,7 @@
  * interval). Prints the tables, writes results.json and latency.svg into FOLDER (bench/ by
  * default; a temporary folder for --smoke, the tiny run that CI makes so that this script
  * cannot rot, and for --only, which runs some of the scenarios: a comma-separated list of
- * handoff, takeover, scale, idle, statements, postgres).
+ * handoff, takeover, scale, idle, statements, postgres, fleet).
  *
  * Every SQLite scenario runs once per journal mode of --journal (a comma-separated list of
  * delete, truncate, persist, wal; all four by default). Processes open the file as users do:
@@ -16,7 +16,9 @@
  *
  * `postgres` runs the handoff and takeover trials of this library on PostgreSQL (a server
  * started for the run, or the one OBSERVE_LEADERSHIP_TEST_DATABASE_URL names), to be read
- * beside the same trials on SQLite.
+ * beside the same trials on SQLite, and the handoffs through PgBouncer in its transaction
+ * and session modes. `fleet` runs 64 processes on 8 hosts (network namespaces: root only)
+ * against a server of its own with PostgreSQL's default max_connections (see fleet.ts).
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -24,179 +26,19 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { eventually } from '../chaos/eventually';
 import { mulberry32 } from '../chaos/fault-plan';
-import { beliefSegments, overlappingBeliefs, WorkerRecord } from '../chaos/history';
-import { watcherCount } from '../chaos/endpoint-sockets';
+import { WorkerRecord } from '../chaos/history';
 import { seedStatements, seedTable } from '../chaos/seed-statements';
 import { PostgresTarget } from '../chaos/chaos-database';
 import { PostgresServer, startPostgresServer } from '../chaos/postgres-server';
 import { JournalMode, journalModes, openDatabase } from '../chaos/worker';
 import { ChildProcess, spawn } from 'node:child_process';
-import { sleep, stopWorkers, WorkerKind, WorkerProcess } from '../chaos/worker-process';
+import { sleep, WorkerKind, WorkerProcess } from '../chaos/worker-process';
 import { sqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
 import { Pool } from 'pg';
 import { renderChart } from './chart';
-
-interface Timing {
-  renewEvery: number;
-  expiresAfter: number;
-  retryEvery: number;
-}
-
-/** The library's defaults, which the original worker shares (retryEvery aside: it has none). */
-const defaults: Timing = { renewEvery: 30_000, expiresAfter: 60_000, retryEvery: 1_000 };
-/**
- * A crash on PostgreSQL waits for the lease (no host can tell another's crash from a
- * partition): a one-second lease keeps its trials short, and the smoke run's.
- */
-const shortLease: Timing = { renewEvery: 300, expiresAfter: 1_000, retryEvery: 1_000 };
-
-export interface Distribution {
-  samples: number[];
-  p50: number;
-  p99: number;
-}
-
-export interface Comparison {
-  scenario: string;
-  unit: string;
-  ours: Distribution;
-  /** The original worker's statements, where the scenario ran them too. */
-  baseline?: Distribution;
-}
-
-function distribution(samples: number[]): Distribution {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN;
-  return { samples, p50: at(0.5), p99: at(0.99) };
-}
-
-/** Worker processes of one kind on one fresh database file, or one fresh PostgreSQL schema. */
-class Cluster {
-  readonly processes: WorkerProcess[] = [];
-  readonly file: string | undefined;
-
-  constructor(
-    readonly kind: WorkerKind,
-    readonly timing: Timing,
-    folder: string,
-    readonly journal: JournalMode,
-    readonly postgres?: PostgresTarget,
-  ) {
-    if (postgres) return;
-    this.file = join(mkdtempSync(join(folder, `${kind}-`)), 'bench.db');
-    openDatabase(this.file, { journal, busyTimeout: 1_000 }).close(); // in its journal mode before the workers start
-  }
-
-  spawn(): WorkerProcess {
-    const name = `${this.kind}${this.processes.length + 1}`;
-    const options = { file: this.file, postgres: this.postgres, journal: this.journal, ...this.timing };
-    const worker = new WorkerProcess(name, this.kind, options, () => undefined, (text) => process.stderr.write(text));
-    this.processes.push(worker);
-    return worker;
-  }
-
-  async start(count: number): Promise<void> {
-    const started = Array.from({ length: count }, () => this.spawn());
-    await eventually('every worker campaigning', () => started.every((w) => w.records.some((r) => r.type === 'subscribed')), 120_000);
-    await this.leader();
-  }
-
-  alive(): WorkerProcess[] {
-    return this.processes.filter((w) => w.alive);
-  }
-
-  leader(): Promise<WorkerProcess> {
-    return eventually('a leader', () => this.alive().find((w) => w.leading.has(0)), 120_000);
-  }
-
-  /** The first `elected` reported at or after `since` by any process but `except`. */
-  elected(since: number, except: WorkerProcess): Promise<WorkerRecord> {
-    return eventually(
-      'a new leader',
-      () =>
-        this.processes
-          .filter((w) => w !== except)
-          .flatMap((w) => w.records)
-          .find((r) => r.type === 'elected' && r.at >= since),
-      120_000,
-    );
-  }
-
-  /** Waits until the leader's standbys (up to three) are connected to its endpoint. */
-  watched(): Promise<unknown> {
-    const standbys = Math.min(3, this.alive().length - 1);
-    return eventually('the standbys watching the leader', () => watcherCount(this.file!) >= standbys, 60_000);
-  }
-
-  /** Pairs of tenures that believed they led at once, by the processes' reports: none, or the election is broken. */
-  overlaps(): number {
-    return overlappingBeliefs(this.processes.flatMap((w) => beliefSegments(w.records))).length;
-  }
-
-  errors(): number {
-    return this.count('error');
-  }
-
-  /** How many reports of that type every process made so far. */
-  count(type: string): number {
-    return this.processes.flatMap((w) => w.records).filter((r) => r.type === type).length;
-  }
-
-  stop(): Promise<void> {
-    return stopWorkers(this.processes);
-  }
-}
-
-/** Graceful handoff: the leader releases; time from its release to the next `elected`. */
-async function handoffs(cluster: Cluster, trials: number, random: () => number): Promise<number[]> {
-  const latencies: number[] = [];
-  for (let trial = 0; trial < trials; trial++) {
-    const leader = await cluster.leader();
-    // At a random point of the followers' polling, so that the baseline's phases do not
-    // line up with the trials.
-    await sleep(random() * cluster.timing.retryEvery);
-    const mark = Date.now();
-    leader.send('unsubscribe');
-    const released = await eventually('the release', () => leader.records.find((r) => r.type === 'unsubscribed' && r.at >= mark));
-    const elected = await cluster.elected(released.at, leader);
-    latencies.push(elected.at - released.at);
-    leader.send('subscribe');
-    await eventually('the old leader campaigning again', () => leader.records.find((r) => r.type === 'subscribed' && r.at >= mark));
-    await sleep(20);
-  }
-  return latencies;
-}
-
-/**
- * Crash takeover: SIGKILL the leader; time to the next `elected`, from the kill and past the
- * lease's expiry. With `watched`, once the standbys watch the leader (a steady cluster; a
- * crash before they connect, within ms of an election, waits for the lease), at a random
- * point of the next `spread` ms; else at a random point of the renewal cycle.
- */
-async function takeovers(
-  cluster: Cluster,
-  trials: number,
-  random: () => number,
-  { watched = false, spread = cluster.timing.renewEvery } = {},
-): Promise<{ fromKill: number[]; pastExpiry: number[] }> {
-  const fromKill: number[] = [];
-  const pastExpiry: number[] = [];
-  for (let trial = 0; trial < trials; trial++) {
-    const leader = await cluster.leader();
-    if (watched) await cluster.watched();
-    await sleep(random() * spread);
-    const killedAt = Date.now();
-    leader.signal('SIGKILL');
-    await leader.exited;
-    const elected = await cluster.elected(killedAt, leader);
-    const lastExpiry = Math.max(...leader.records.filter((r) => r.expiresAt !== undefined).map((r) => r.expiresAt!));
-    fromKill.push(elected.at - killedAt);
-    pastExpiry.push(elected.at - lastExpiry);
-    const replacement = cluster.spawn();
-    await eventually('the replacement campaigning', () => replacement.records.some((r) => r.type === 'subscribed'), 60_000);
-  }
-  return { fromKill, pastExpiry };
-}
+import { fleet, FleetSize } from './fleet';
+import { PoolMode, poolModes, startPgBouncer } from '../chaos/pgbouncer';
+import { Cluster, Comparison, defaults, Distribution, distribution, handoffs, shortLease, takeovers, Timing } from './cluster';
 
 /** A stopped leader (SIGSTOP) for `pause` ms, once its standbys watch it: who was elected, when, against its lease. */
 export interface StoppedLeaderTrial {
@@ -371,7 +213,7 @@ async function serverVersion(url: string): Promise<string> {
   }
 }
 
-const scenarios = ['handoff', 'takeover', 'scale', 'idle', 'statements', 'postgres'] as const;
+const scenarios = ['handoff', 'takeover', 'scale', 'idle', 'statements', 'postgres', 'fleet'] as const;
 type Scenario = (typeof scenarios)[number];
 
 function parseArguments(argv: string[]) {
@@ -401,6 +243,9 @@ async function main(): Promise<void> {
   const size = smoke
     ? { processes: 3, trials: 3, takeoverTrials: 2, baselineTakeoverTrials: 2, scaleProcesses: 6, scaleTrials: 2, idleProcesses: 4, idleScale: 6, idleWarmUp: 1, idleSeconds: 1, calls: 200 }
     : { processes: 4, trials: 40, takeoverTrials: 20, baselineTakeoverTrials: 3, scaleProcesses: 64, scaleTrials: 15, idleProcesses: 4, idleScale: 64, idleWarmUp: 60, idleSeconds: 240, calls: 20_000 };
+  const fleetSize: FleetSize = smoke
+    ? { hosts: 2, perHost: 2, warmUp: 1, idleSeconds: 1, handoffs: 2, takeovers: 2 }
+    : { hosts: 8, perHost: 8, warmUp: 30, idleSeconds: 120, handoffs: 40, takeovers: 20 };
   const appRowsPerSecond = smoke ? 50 : 500;
   const random = mulberry32(7);
   const log = (line: string) => console.log(line);
@@ -507,26 +352,39 @@ async function main(): Promise<void> {
   }
 
   // The same trials on PostgreSQL, each cluster in a fresh schema of one server.
-  let postgres: { server: string; handoff: Distribution; takeover: Distribution; takeoverPastExpiry: Distribution } | undefined;
+  let postgres:
+    | { server: string; handoff: Distribution; takeover: Distribution; takeoverPastExpiry: Distribution; pgbouncer: Record<PoolMode, Distribution> }
+    | undefined;
   if (runs('postgres')) {
     const server: PostgresServer = await startPostgresServer();
+    const pgbouncer = await startPgBouncer(server.url);
     try {
       const target = (name: string): PostgresTarget => ({ url: server.url, schema: `bench_${name}_${Date.now()}` });
       const onPostgres = <T>(timing: Timing, body: (cluster: Cluster) => Promise<T>, name: string) =>
         withCluster('candidate', timing, size.processes, 'delete', body, target(name));
       const handoff = await onPostgres(defaults, (cluster) => handoffs(cluster, size.trials, random), 'handoff');
       const takeover = await onPostgres(shortLease, (cluster) => takeovers(cluster, size.takeoverTrials, random), 'takeover');
+      const throughPgBouncer = async (mode: PoolMode) =>
+        distribution(
+          await withCluster('candidate', defaults, size.processes, 'delete', (cluster) => handoffs(cluster, size.trials, random), {
+            url: pgbouncer.url(mode),
+            schema: `bench_pgbouncer_${mode}_${Date.now()}`,
+          }),
+        );
       postgres = {
         server: await serverVersion(server.url),
         handoff: distribution(handoff),
         takeover: distribution(takeover.fromKill),
         takeoverPastExpiry: distribution(takeover.pastExpiry),
+        pgbouncer: { transaction: await throughPgBouncer('transaction'), session: await throughPgBouncer('session') },
       };
     } finally {
+      pgbouncer.stop();
       server.stop();
     }
     log(`postgres done`);
   }
+  const fleetResult = runs('fleet') ? await fleet(fleetSize, random, log) : undefined;
 
   const results = {
     date: new Date().toISOString(),
@@ -538,13 +396,14 @@ async function main(): Promise<void> {
       node: process.version,
       os: `${os.type()} ${os.release()}`,
     },
-    config: { defaults, shortLease, crashTiming, journals, appRowsPerSecond, ...size },
+    config: { defaults, shortLease, crashTiming, journals, appRowsPerSecond, ...size, fleet: fleetSize },
     comparisons,
     crashes,
     busyErrorsDuringScaleHandoffs: busyErrors,
     idle,
     statements,
     postgres,
+    fleet: fleetResult,
   };
   mkdirSync(out, { recursive: true });
   writeFileSync(join(out, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
@@ -566,6 +425,19 @@ async function main(): Promise<void> {
       [`on ${postgres.server}: graceful handoff, ${size.processes} processes`, both(postgres.handoff), '', ''],
       [`on ${postgres.server}: crash takeover, expiresAfter ${shortLease.expiresAfter} ms`, both(postgres.takeover), '', ''],
       ['  of which past the lease expiry', both(postgres.takeoverPastExpiry), '', ''],
+      ...poolModes.map((mode) => [`through PgBouncer, ${mode} mode: graceful handoff, ${size.processes} processes`, both(postgres!.pgbouncer[mode]), '', '']),
+    );
+  }
+  if (fleetResult) {
+    const { hosts, processes, idle, handoffConnections: peak } = fleetResult;
+    const on = `${processes} processes on ${hosts} hosts, max_connections ${fleetResult.maxConnections}`;
+    rows.push(
+      [`fleet (${on}): graceful handoff`, both(fleetResult.handoff), '', ''],
+      [`fleet: crash takeover, expiresAfter ${fleetResult.takeoverLease} ms`, both(fleetResult.takeover), '', ''],
+      ['  of which past the lease expiry', both(fleetResult.takeoverPastExpiry), '', ''],
+      [`fleet: connections idle ${idle.seconds} s, all workers / most by one process / server`, `${idle.connections.total} / ${idle.connections.perProcess} / ${idle.connections.server}`, '', ''],
+      ['fleet: connections during handoffs, all workers / most by one process / server', `${peak.total} / ${peak.perProcess} / ${peak.server}`, '', ''],
+      [`fleet: idle elections, lost, errors; errors over the handoff run; overlapping beliefs`, `${idle.elections}, ${idle.lost}, ${idle.errors}; ${fleetResult.errors}; ${fleetResult.overlaps}`, '', ''],
     );
   }
   for (const [journal, costs] of Object.entries(statements) as Array<[JournalMode, StatementCosts]>) {

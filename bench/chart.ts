@@ -1,4 +1,4 @@
-import { Comparison } from './bench';
+import { Comparison } from './cluster';
 
 const width = 760;
 const left = 250;

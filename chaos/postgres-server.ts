@@ -76,12 +76,17 @@ export interface PostgresServerOptions {
    * @default false
    */
   fromNamespaces?: boolean;
+  /**
+   * Start one even when the environment names a server (whose settings are not this module's to choose).
+   * @default false
+   */
+  own?: boolean;
 }
 
 /** Starts a server of its own on a free port of 127.0.0.1, or returns the one named by the environment. */
-export async function startPostgresServer({ maxConnections = 300, fromNamespaces = false }: PostgresServerOptions = {}): Promise<PostgresServer> {
+export async function startPostgresServer({ maxConnections = 300, fromNamespaces = false, own = false }: PostgresServerOptions = {}): Promise<PostgresServer> {
   const given = process.env[databaseUrlVariable];
-  if (given) return { url: given, stop: () => undefined };
+  if (given && !own) return { url: given, stop: () => undefined };
   const bin = findBinaries();
   const folder = mkdtempSync(join(tmpdir(), 'observe-leadership-postgres-'));
   const user = serverUser();

@@ -84,7 +84,8 @@ function sqliteWorkerDatabase(file: string, setup: DatabaseSetup): WorkerDatabas
 }
 
 function postgresWorkerDatabase({ url, schema }: PostgresTarget, worker: string, queryTimeout: number): WorkerDatabase {
-  const pool = new Pool({ connectionString: url, max: 4, application_name: `chaos-${worker}`, connectionTimeoutMillis: queryTimeout, idleTimeoutMillis: 0 });
+  // pg's defaults otherwise (10 connections at most, idle ones closed after 10 s), as a new user has them.
+  const pool = new Pool({ connectionString: url, application_name: `chaos-${worker}`, connectionTimeoutMillis: queryTimeout });
   const store = postgresLeaseStore(pool, { schema, queryTimeout });
   const insert = `INSERT INTO "${schema}".chaos_ledger (slot, holder, term, seq, at) VALUES ($1, $2, $3, $4, $5)`;
   return {

@@ -6,7 +6,7 @@ import type { WorkerOptions } from '../chaos/worker';
 import { eventually } from '../chaos/eventually';
 import { sleep } from '../chaos/worker-process';
 import { ChildWorker } from './support/child-worker';
-import { networkNamespace } from './support/network-namespace';
+import { networkNamespace } from '../chaos/network-namespace';
 import { watcherCount } from '../chaos/endpoint-sockets';
 import { workerProcesses } from './support/worker-processes';
 

@@ -4,7 +4,7 @@ import { eventually } from '../chaos/eventually';
 import type { WorkerRecord } from '../chaos/history';
 import type { WorkerOptions } from '../chaos/worker';
 import { ChildWorker } from './support/child-worker';
-import { networkNamespace, NetworkNamespace } from './support/network-namespace';
+import { networkNamespace, NetworkNamespace } from '../chaos/network-namespace';
 import { testDatabaseUrl, testSchema, TestSchema } from './support/postgres-database';
 import { startTcpProxy, TcpProxy } from './support/tcp-proxy';
 

@@ -1,7 +1,8 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Comparison, IdleRun } from '../../bench/bench';
+import type { IdleRun } from '../../bench/bench';
+import type { Comparison } from '../../bench/cluster';
 import { SpawnedScript } from '../support/spawned-script';
 
 // The benchmark is a script, not a timed test: this only runs its tiny smoke, so that it

@@ -1,0 +1,182 @@
+/** The worker clusters of the benchmark, and the trials that every scenario shares. */
+import { mkdtempSync } from 'node:fs';
+import { join } from 'node:path';
+import { PostgresTarget } from '../chaos/chaos-database';
+import { watcherCount } from '../chaos/endpoint-sockets';
+import { eventually } from '../chaos/eventually';
+import { beliefSegments, overlappingBeliefs, WorkerRecord } from '../chaos/history';
+import { JournalMode, openDatabase } from '../chaos/worker';
+import { sleep, stopWorkers, WorkerKind, WorkerProcess } from '../chaos/worker-process';
+
+export interface Timing {
+  renewEvery: number;
+  expiresAfter: number;
+  retryEvery: number;
+}
+
+/** The library's defaults, which the original worker shares (retryEvery aside: it has none). */
+export const defaults: Timing = { renewEvery: 30_000, expiresAfter: 60_000, retryEvery: 1_000 };
+/**
+ * A crash on PostgreSQL waits for the lease (no host can tell another's crash from a
+ * partition): a one-second lease keeps its trials short, and the smoke run's.
+ */
+export const shortLease: Timing = { renewEvery: 300, expiresAfter: 1_000, retryEvery: 1_000 };
+
+export interface Distribution {
+  samples: number[];
+  p50: number;
+  p99: number;
+}
+
+export interface Comparison {
+  scenario: string;
+  unit: string;
+  ours: Distribution;
+  /** The original worker's statements, where the scenario ran them too. */
+  baseline?: Distribution;
+}
+
+export function distribution(samples: number[]): Distribution {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN;
+  return { samples, p50: at(0.5), p99: at(0.99) };
+}
+
+/** A host of a fleet: how to run a program there, and the server's URL from there. */
+export interface Host {
+  readonly launcher: string[];
+  readonly url: string;
+}
+
+/** Worker processes of one kind on one fresh database file, or one fresh PostgreSQL schema. */
+export class Cluster {
+  readonly processes: WorkerProcess[] = [];
+  readonly file: string | undefined;
+
+  constructor(
+    readonly kind: WorkerKind,
+    readonly timing: Timing,
+    folder: string,
+    readonly journal: JournalMode,
+    readonly postgres?: PostgresTarget,
+    /** PostgreSQL from several hosts: process i runs on host i mod their number, and reaches the server at its URL. */
+    readonly hosts: readonly Host[] = [],
+  ) {
+    if (postgres) return;
+    this.file = join(mkdtempSync(join(folder, `${kind}-`)), 'bench.db');
+    openDatabase(this.file, { journal, busyTimeout: 1_000 }).close(); // in its journal mode before the workers start
+  }
+
+  spawn(): WorkerProcess {
+    const name = `${this.kind}${this.processes.length + 1}`;
+    const host = this.hosts[this.processes.length % this.hosts.length] as Host | undefined;
+    const postgres = this.postgres && host ? { ...this.postgres, url: host.url } : this.postgres;
+    const options = { file: this.file, postgres, journal: this.journal, ...this.timing };
+    const worker = new WorkerProcess(name, this.kind, options, () => undefined, (text) => process.stderr.write(text), host?.launcher);
+    this.processes.push(worker);
+    return worker;
+  }
+
+  async start(count: number): Promise<void> {
+    const started = Array.from({ length: count }, () => this.spawn());
+    await eventually('every worker campaigning', () => started.every((w) => w.records.some((r) => r.type === 'subscribed')), 120_000);
+    await this.leader();
+  }
+
+  alive(): WorkerProcess[] {
+    return this.processes.filter((w) => w.alive);
+  }
+
+  leader(): Promise<WorkerProcess> {
+    return eventually('a leader', () => this.alive().find((w) => w.leading.has(0)), 120_000);
+  }
+
+  /** The first `elected` reported at or after `since` by any process but `except`. */
+  elected(since: number, except: WorkerProcess): Promise<WorkerRecord> {
+    return eventually(
+      'a new leader',
+      () =>
+        this.processes
+          .filter((w) => w !== except)
+          .flatMap((w) => w.records)
+          .find((r) => r.type === 'elected' && r.at >= since),
+      120_000,
+    );
+  }
+
+  /** Waits until the leader's standbys (up to three) are connected to its endpoint. */
+  watched(): Promise<unknown> {
+    const standbys = Math.min(3, this.alive().length - 1);
+    return eventually('the standbys watching the leader', () => watcherCount(this.file!) >= standbys, 60_000);
+  }
+
+  /** Pairs of tenures that believed they led at once, by the processes' reports: none, or the election is broken. */
+  overlaps(): number {
+    return overlappingBeliefs(this.processes.flatMap((w) => beliefSegments(w.records))).length;
+  }
+
+  errors(): number {
+    return this.count('error');
+  }
+
+  /** How many reports of that type every process made so far. */
+  count(type: string): number {
+    return this.processes.flatMap((w) => w.records).filter((r) => r.type === type).length;
+  }
+
+  stop(): Promise<void> {
+    return stopWorkers(this.processes);
+  }
+}
+
+/** Graceful handoff: the leader releases; time from its release to the next `elected`. */
+export async function handoffs(cluster: Cluster, trials: number, random: () => number): Promise<number[]> {
+  const latencies: number[] = [];
+  for (let trial = 0; trial < trials; trial++) {
+    const leader = await cluster.leader();
+    // At a random point of the followers' polling, so that the baseline's phases do not
+    // line up with the trials.
+    await sleep(random() * cluster.timing.retryEvery);
+    const mark = Date.now();
+    leader.send('unsubscribe');
+    const released = await eventually('the release', () => leader.records.find((r) => r.type === 'unsubscribed' && r.at >= mark));
+    const elected = await cluster.elected(released.at, leader);
+    latencies.push(elected.at - released.at);
+    leader.send('subscribe');
+    await eventually('the old leader campaigning again', () => leader.records.find((r) => r.type === 'subscribed' && r.at >= mark));
+    await sleep(20);
+  }
+  return latencies;
+}
+
+/**
+ * Crash takeover: SIGKILL the leader; time to the next `elected`, from the kill and past the
+ * lease's expiry. With `watched`, once the standbys watch the leader (a steady cluster; a
+ * crash before they connect, within ms of an election, waits for the lease), at a random
+ * point of the next `spread` ms; else at a random point of the renewal cycle.
+ */
+export async function takeovers(
+  cluster: Cluster,
+  trials: number,
+  random: () => number,
+  { watched = false, spread = cluster.timing.renewEvery } = {},
+): Promise<{ fromKill: number[]; pastExpiry: number[] }> {
+  const fromKill: number[] = [];
+  const pastExpiry: number[] = [];
+  for (let trial = 0; trial < trials; trial++) {
+    const leader = await cluster.leader();
+    if (watched) await cluster.watched();
+    await sleep(random() * spread);
+    const killedAt = Date.now();
+    leader.signal('SIGKILL');
+    await leader.exited;
+    const elected = await cluster.elected(killedAt, leader);
+    const lastExpiry = Math.max(...leader.records.filter((r) => r.expiresAt !== undefined).map((r) => r.expiresAt!));
+    fromKill.push(elected.at - killedAt);
+    pastExpiry.push(elected.at - lastExpiry);
+    const replacement = cluster.spawn();
+    await eventually('the replacement campaigning', () => replacement.records.some((r) => r.type === 'subscribed'), 60_000);
+  }
+  return { fromKill, pastExpiry };
+}
+
