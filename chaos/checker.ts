@@ -1,7 +1,7 @@
 import { beliefSegments, BeliefSegment, FaultKind, FaultRecord, groupBy, overlappingBeliefs, uncommittedSeq, WorkerRecord } from './history';
 import { ChaosHistory } from './orchestrator';
 
-export type CheckName = 'overlap' | 'term-order' | 'ledger' | 'pause' | 'final' | 'liveness';
+export type CheckName = 'overlap' | 'term-order' | 'ledger' | 'pause' | 'step-down' | 'final' | 'liveness';
 
 export interface Violation {
   check: CheckName;
@@ -21,6 +21,8 @@ export interface CheckResult {
   outcomes: FaultOutcome[];
   /** Ms from SIGCONT to `lost`, for each paused leader whose slot was taken meanwhile. */
   pauseNotice: number[];
+  /** Ms from its own deadline to its `lost`, for each leader whose host was cut off (negative: before it). */
+  stepDown: number[];
   counts: { records: number; tenures: number; ledgerRows: number; faults: number };
 }
 
@@ -47,7 +49,9 @@ interface Tenure {
  * 2. on each slot, terms strictly increase from tenure to tenure;
  * 3. ledger rows in commit order never go back in term, and each was written while its
  *    tenure was the slot's current one (after it began, before the next one began);
- * 4. a leader paused while another took its slot never renews that tenure afterwards;
+ * 4. a leader paused while another took its slot never renews that tenure afterwards; a
+ *    leader cut off from the server steps down (`lost`) by its own deadline, give or take
+ *    a timer's lateness (`stepDownLateness`);
  * 5. at the end, every slot is held by a live process, or its lease has not yet expired;
  * 6. after each fault, the slot is without a leader no longer than the config allows.
  */
@@ -103,6 +107,21 @@ export function checkHistory(history: ChaosHistory, { slack = 1_000 }: CheckOpti
     if (after?.type === 'lost') pauseNotice.push(after.at - fault.until!);
   }
 
+  const stepDown: number[] = [];
+  for (const fault of faults.filter((f) => f.kind === 'cut-host' && f.holder !== undefined && !f.skipped)) {
+    const before = records.filter((r) => r.pid === fault.pid && r.slot === fault.slot && r.term !== undefined && r.expiresAt !== undefined && r.at <= fault.at).at(-1);
+    if (!before) continue;
+    const deadline = before.expiresAt!;
+    // Its last belief, renewals sent before the cut included, then its loss of that term.
+    const lastBelief = Math.max(deadline, ...records.filter((r) => r.pid === fault.pid && r.slot === fault.slot && r.term === before.term && r.expiresAt !== undefined).map((r) => r.expiresAt!));
+    const lost = records.find((r) => r.pid === fault.pid && r.slot === fault.slot && r.term === before.term && r.type === 'lost' && r.at >= fault.at);
+    if (!lost) continue; // stopped or killed otherwise meanwhile
+    stepDown.push(lost.at - lastBelief);
+    if (lost.at > lastBelief + stepDownLateness) {
+      flag('step-down', `slot ${fault.slot}: ${fault.holder} (term ${before.term}), cut off at ${fault.at}, stepped down at ${lost.at}, ${lost.at - lastBelief} ms after its deadline`);
+    }
+  }
+
   for (let slot = 0; slot < history.options.slots; slot++) {
     const row = history.final.rows.find((r) => r.slot === slot);
     const live = history.final.liveHolders.some((h) => h.slot === slot && h.holder === row?.holder);
@@ -126,9 +145,13 @@ export function checkHistory(history: ChaosHistory, { slack = 1_000 }: CheckOpti
     violations,
     outcomes,
     pauseNotice,
+    stepDown,
     counts: { records: records.length, tenures: tenures.length, ledgerRows: ledger.length, faults: faults.length },
   };
 }
+
+/** How late a timer may fire on a loaded machine: a leader's `lost` may come that much after its deadline. */
+export const stepDownLateness = 100;
 
 /** What the config allows after each kind of fault. */
 function allowance(fault: FaultRecord, expiresAfter: number, retryBound: number): number {
@@ -148,6 +171,8 @@ function allowance(fault: FaultRecord, expiresAfter: number, retryBound: number)
     lock: lasted + retryBound,
     // Followers come and go; the leader should not notice.
     burst: retryBound,
+    // The leader's host cut off: the others wait for its lease, as after a crash.
+    'cut-host': expiresAfter + retryBound,
   };
   return byKind[fault.kind];
 }
@@ -165,7 +190,7 @@ function leaderlessGap(fault: FaultRecord, segments: BeliefSegment[], endedAt: n
   // busy wait cannot report that its lease ran out meanwhile: it may be hit after another
   // took over. It hit the leader only if its holder still believed it led then.
   const hitLeader =
-    ['kill', 'kill-in-fenced', 'kill-with-standbys', 'pause'].includes(fault.kind) &&
+    ['kill', 'kill-in-fenced', 'kill-with-standbys', 'pause', 'cut-host'].includes(fault.kind) &&
     segments.some((s) => s.slot === fault.slot && s.holder === fault.holder && s.start <= fault.at && fault.at <= s.end);
   let from = fault.at;
   let holeStart = fault.at;

@@ -18,6 +18,8 @@ export interface PlanOptions {
   /** expiresAfter, ms. */
   lease: number;
   slots: number;
+  /** Whether the processes run on several hosts, whose links can be cut (`cut-host`). @default false */
+  hosts?: boolean;
 }
 
 /** How often each kind comes, relative to the others. */
@@ -30,6 +32,7 @@ const weights: Array<[FaultKind, number]> = [
   ['resubscribe', 2],
   ['lock', 2],
   ['burst', 1],
+  ['cut-host', 3],
 ];
 
 /**
@@ -37,14 +40,16 @@ const weights: Array<[FaultKind, number]> = [
  * the same schedule. Faults start after a warm-up of two leases and stop two leases before
  * the end; on average one comes every two leases, so that most find a leader to hit.
  */
-export function planFaults({ seed, duration, lease, slots }: PlanOptions): PlannedFault[] {
+export function planFaults({ seed, duration, lease, slots, hosts = false }: PlanOptions): PlannedFault[] {
   const random = mulberry32(seed);
-  const total = weights.reduce((sum, [, weight]) => sum + weight, 0);
+  const kinds = weights.filter(([kind]) => hosts || kind !== 'cut-host');
+  const total = kinds.reduce((sum, [, weight]) => sum + weight, 0);
   const faults: PlannedFault[] = [];
   for (let at = 2 * lease + random() * lease; at < duration - 2 * lease; at += lease * (1 + 2 * random())) {
     let roll = random() * total;
-    const [kind] = weights.find(([, weight]) => (roll -= weight) < 0) ?? weights[0];
-    const duration = kind === 'pause' ? lease * (1.5 + 1.5 * random()) : kind === 'lock' ? lease * (0.2 + 1.8 * random()) : 0;
+    const [kind] = kinds.find(([, weight]) => (roll -= weight) < 0) ?? kinds[0];
+    // A pause or a cut link outlasts the lease; a lock may or may not.
+    const duration = kind === 'pause' || kind === 'cut-host' ? lease * (1.5 + 1.5 * random()) : kind === 'lock' ? lease * (0.2 + 1.8 * random()) : 0;
     faults.push({ at: Math.round(at), kind, slot: Math.floor(random() * slots), duration: Math.round(duration), pick: random() });
   }
   return faults;

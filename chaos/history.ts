@@ -22,7 +22,7 @@ export interface WorkerRecord {
   message?: string;
 }
 
-export type FaultKind = 'kill' | 'kill-in-fenced' | 'kill-with-standbys' | 'pause' | 'stop' | 'resubscribe' | 'lock' | 'burst';
+export type FaultKind = 'kill' | 'kill-in-fenced' | 'kill-with-standbys' | 'pause' | 'stop' | 'resubscribe' | 'lock' | 'burst' | 'cut-host';
 
 /** One fault the orchestrator injected. */
 export interface FaultRecord {

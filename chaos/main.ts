@@ -2,6 +2,7 @@
  * npm run chaos -- [--processes N] [--duration S] [--lease MS] [--seed K] [--slots M]
  *                  [--report FILE] [--slack MS] [--no-seed-worker] [--postgres [URL]]
  *                  [--journal delete|truncate|persist|wal]
+ *                  [--hosts H | --pgbouncer transaction|session]
  * npm run chaos -- --check FILE
  *
  * Runs worker processes on one SQLite file, opened by every process in the --journal mode
@@ -9,10 +10,17 @@
  * PostgreSQL server at URL, or of a throwaway server started for the run) under injected
  * faults, then checks the history (see checker.ts). Prints a table; exits 1 on any
  * violation, 2 on bad arguments.
+ *
+ * PostgreSQL only: --hosts H runs the processes on H hosts (network namespaces on links of
+ * their own, root only; a server started for the run, listening on them), and adds the
+ * fault `cut-host`, which cuts the leader's host off for longer than a lease and then heals
+ * it. --pgbouncer MODE runs them through a PgBouncer started in front of the server.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { checkHistory } from './checker';
-import { ChaosHistory, runChaos } from './orchestrator';
+import { networkNamespace } from './network-namespace';
+import { ChaosHistory, ChaosHost, runChaos } from './orchestrator';
+import { PoolMode, poolModes, startPgBouncer } from './pgbouncer';
 import { startPostgresServer } from './postgres-server';
 import { formatSummary, summarize } from './report';
 import { JournalMode, journalModes } from './worker';
@@ -30,6 +38,8 @@ interface Arguments {
   check?: string;
   /** `true`: a server started for the run (or the one of OBSERVE_LEADERSHIP_TEST_DATABASE_URL). */
   postgres?: string | true;
+  hosts?: number;
+  pgbouncer?: PoolMode;
 }
 
 const numeric: Record<string, [min: number, max: number]> = {
@@ -39,6 +49,7 @@ const numeric: Record<string, [min: number, max: number]> = {
   seed: [0, 2 ** 32 - 1],
   slots: [1, 64],
   slack: [0, 600_000],
+  hosts: [2, 16],
 };
 
 export function parseArguments(argv: string[]): Arguments {
@@ -57,7 +68,11 @@ export function parseArguments(argv: string[]): Arguments {
     if (name === 'no-seed-worker') parsed.seedWorker = false;
     else if (name === 'postgres') parsed.postgres = argv[i + 1] === undefined || argv[i + 1].startsWith('--') ? true : argv[++i];
     else if (name === 'report' || name === 'check') parsed[name] = expectValue(name, argv[++i]);
-    else if (name === 'journal') {
+    else if (name === 'pgbouncer') {
+      const mode = expectValue(name, argv[++i]);
+      if (!(poolModes as readonly string[]).includes(mode)) throw new RangeError(`Expected --pgbouncer to be one of ${poolModes.join(', ')}, got ${mode}`);
+      parsed.pgbouncer = mode as PoolMode;
+    } else if (name === 'journal') {
       const mode = expectValue(name, argv[++i]);
       if (!(journalModes as readonly string[]).includes(mode)) throw new RangeError(`Expected --journal to be one of ${journalModes.join(', ')}, got ${mode}`);
       parsed.journal = mode as JournalMode;
@@ -71,6 +86,11 @@ export function parseArguments(argv: string[]): Arguments {
       (parsed as unknown as Record<string, number>)[name] = value;
     } else throw new RangeError(`Unknown option ${argv[i]}; see chaos/main.ts for the options`);
   }
+  if ((parsed.hosts !== undefined || parsed.pgbouncer !== undefined) && parsed.postgres === undefined) {
+    throw new RangeError('--hosts and --pgbouncer are for PostgreSQL: add --postgres');
+  }
+  if (parsed.hosts !== undefined && parsed.postgres !== true) throw new RangeError('--hosts needs a server of its own: give --postgres without a URL');
+  if (parsed.hosts !== undefined && parsed.pgbouncer !== undefined) throw new RangeError('--hosts and --pgbouncer do not go together');
   return parsed;
 }
 
@@ -92,13 +112,27 @@ async function main(): Promise<number> {
     history = JSON.parse(readFileSync(args.check, 'utf8')).history;
   } else {
     const { processes, lease, seed, slots, seedWorker, journal } = args;
-    const server = args.postgres === true ? await startPostgresServer() : undefined;
-    const url = server?.url ?? (args.postgres as string | undefined);
-    const postgres = url === undefined ? undefined : { url, schema: `chaos_${Date.now()}_${seed}` };
+    const cleanups: Array<() => void> = [];
     try {
-      history = await runChaos({ processes, duration: args.duration * 1000, lease, seed, slots, seedWorker, postgres, journal }, (line) => console.log(line));
+      const server =
+        args.postgres === true ? await startPostgresServer(args.hosts ? { fromNamespaces: true, own: true } : {}) : undefined;
+      if (server) cleanups.push(() => server.stop());
+      const url = server?.url ?? (args.postgres as string | undefined);
+      const postgres = url === undefined ? undefined : { url, schema: `chaos_${Date.now()}_${seed}` };
+      const hosts = Array.from({ length: args.hosts ?? 0 }, (_, index): ChaosHost => {
+        const namespace = networkNamespace(index);
+        cleanups.push(() => namespace.remove());
+        return { launcher: namespace.launcher, url: onHost(url!, namespace.hostAddress), cut: namespace.cut, heal: namespace.heal };
+      });
+      const pgbouncer = args.pgbouncer ? await startPgBouncer(url!) : undefined;
+      if (pgbouncer) cleanups.push(() => pgbouncer.stop());
+      const through = args.pgbouncer && { workerUrl: pgbouncer!.url(args.pgbouncer), through: `PgBouncer (${args.pgbouncer} mode)` };
+      history = await runChaos(
+        { processes, duration: args.duration * 1000, lease, seed, slots, seedWorker, postgres, journal, hosts, ...through },
+        (line) => console.log(line),
+      );
     } finally {
-      server?.stop();
+      for (const cleanup of cleanups.reverse()) cleanup();
     }
   }
   const result = checkHistory(history, { slack: args.slack });
@@ -109,6 +143,13 @@ async function main(): Promise<number> {
     console.log(`report: ${args.report}`);
   }
   return summary.violations === 0 ? 0 : 1;
+}
+
+/** `url` with its host replaced: the server as a host on the other side of a link reaches it. */
+function onHost(url: string, host: string): string {
+  const parsed = new URL(url);
+  parsed.hostname = host;
+  return parsed.toString();
 }
 
 if (require.main === module) {

@@ -24,6 +24,22 @@ export interface ChaosOptions {
   journal?: JournalMode;
   /** Campaign on PostgreSQL instead of a SQLite file (no worker of the original statements then). */
   postgres?: PostgresTarget;
+  /**
+   * PostgreSQL: the hosts the processes run on (process i on host i mod their number), each
+   * reaching the server at its own URL; their links are what `cut-host` cuts. Not in reports.
+   */
+  hosts?: ChaosHost[];
+  /** PostgreSQL: the URL the processes use instead of `postgres.url` (PgBouncer's, say), and what it is. */
+  workerUrl?: string;
+  through?: string;
+}
+
+/** A host of a PostgreSQL run: how to run a program there, the server's URL from there, and its link. */
+export interface ChaosHost {
+  readonly launcher: string[];
+  readonly url: string;
+  cut(): void;
+  heal(): void;
 }
 
 export interface Timing {
@@ -84,13 +100,19 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
     pending.add(promise);
     void promise.finally(() => pending.delete(promise));
   };
+  const hosts = options.hosts ?? [];
+  /** The host of worker `w<i>`: the same across its restarts. */
+  const hostOf = (name: string) => hosts[(Number(name.slice(1)) - 1) % hosts.length] as ChaosHost | undefined;
   const start = (name: string, kind: WorkerKind) => {
+    const host = hostOf(name);
+    const url = host?.url ?? options.workerUrl;
     const worker = new WorkerProcess(
       name,
       kind,
-      workerOptions,
+      url && postgres ? { ...workerOptions, postgres: { ...postgres, url } } : workerOptions,
       (record) => records.push({ ...record, worker: name }),
       (text) => log(`stderr ${text.trimEnd()}`),
+      host?.launcher,
     );
     workers.push(worker);
     return worker;
@@ -178,6 +200,19 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
             fault.until = Date.now();
           }),
         );
+      case 'cut-host': {
+        // Everything on the leader's host loses the server without a word, for longer than a
+        // lease: the leader must step down by its own deadline, the others take over.
+        const host = leader && hostOf(leader.name);
+        if (!leader || !host) return skip(leader ? 'the leader runs on no host of its own' : 'no leader');
+        host.cut();
+        return track(
+          sleep(duration).then(() => {
+            host.heal();
+            fault.until = Date.now();
+          }),
+        );
+      }
       case 'burst': {
         const followers = live().filter((w) => w.leading.size === 0 && !w.paused);
         const victims = followers.filter((_, i) => i % 2 === Math.floor(planned.pick * 2));
@@ -205,9 +240,11 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
     return false;
   };
 
-  const plan = planFaults({ seed: options.seed, duration: options.duration, lease: options.lease, slots: options.slots });
+  const plan = planFaults({ seed: options.seed, duration: options.duration, lease: options.lease, slots: options.slots, hosts: hosts.length > 1 });
   const timers = plan.map((planned) => setTimeout(() => inject(planned), planned.at));
-  const where = postgres ? `schema ${postgres.schema} of ${postgres.url}` : `${file} (journal_mode ${journal})`;
+  const where = postgres
+    ? `schema ${postgres.schema} of ${postgres.url}${hosts.length ? ` from ${hosts.length} hosts` : ''}${options.through ? ` through ${options.through}` : ''}`
+    : `${file} (journal_mode ${journal})`;
   log(`${workers.length} workers on ${where}; ${plan.length} faults planned over ${Math.round(options.duration / 1000)} s`);
   await sleep(options.duration);
   timers.forEach(clearTimeout);

@@ -2,12 +2,13 @@ import { CheckName, CheckResult } from './checker';
 import { FaultKind } from './history';
 import { ChaosHistory } from './orchestrator';
 
-const kinds: FaultKind[] = ['kill', 'kill-in-fenced', 'kill-with-standbys', 'pause', 'stop', 'resubscribe', 'lock', 'burst'];
+const kinds: FaultKind[] = ['kill', 'kill-in-fenced', 'kill-with-standbys', 'pause', 'stop', 'resubscribe', 'lock', 'burst', 'cut-host'];
 const checks: Array<[CheckName, string]> = [
   ['overlap', 'overlapping beliefs'],
   ['term-order', 'terms out of order'],
   ['ledger', 'ledger rows out of tenure'],
   ['pause', 'renewals after a pause while another led'],
+  ['step-down', 'cut-off leaders late to step down'],
   ['final', 'slots left to a dead holder'],
   ['liveness', 'gaps longer than allowed'],
 ];
@@ -28,6 +29,8 @@ export interface ChaosSummary {
   byKind: KindSummary[];
   counts: CheckResult['counts'];
   worstPauseNotice: number | null;
+  /** The latest a cut-off leader stepped down, in ms after its deadline (negative: before it). */
+  worstStepDown: number | null;
 }
 
 export function summarize(history: ChaosHistory, result: CheckResult): ChaosSummary {
@@ -51,6 +54,7 @@ export function summarize(history: ChaosHistory, result: CheckResult): ChaosSumm
     byKind,
     counts: result.counts,
     worstPauseNotice: result.pauseNotice.length ? Math.max(...result.pauseNotice) : null,
+    worstStepDown: result.stepDown.length ? Math.max(...result.stepDown) : null,
   };
 }
 
@@ -65,12 +69,14 @@ export function formatSummary(history: ChaosHistory, summary: ChaosSummary, resu
   const table = rows.map((row) => row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join('  '));
   const { options, timing } = history;
   const lines = [
-    `chaos on ${options.postgres ? 'PostgreSQL' : `SQLite (journal_mode ${options.journal ?? 'delete'})`}: ${options.processes} processes` +
+    `chaos on ${options.postgres ? `PostgreSQL${options.through ? ` through ${options.through}` : ''}` : `SQLite (journal_mode ${options.journal ?? 'delete'})`}: ` +
+      `${options.processes} processes${options.hosts?.length ? ` on ${options.hosts.length} hosts` : ''}` +
       `${options.seedWorker && !options.postgres ? ' + 1 running the original statements' : ''}, ` +
       `${options.slots} slot(s), ${Math.round((history.endedAt - history.startedAt) / 1000)} s, seed ${options.seed}; ` +
       `expiresAfter ${timing.expiresAfter} ms, renewEvery ${timing.renewEvery} ms, retryEvery ${timing.retryEvery} ms`,
     `${summary.counts.tenures} tenures, ${summary.counts.ledgerRows} fenced ledger rows, ${summary.counts.records} events recorded; ` +
-      `paused leaders noticed their loss within ${ms(summary.worstPauseNotice)} of resuming`,
+      `paused leaders noticed their loss within ${ms(summary.worstPauseNotice)} of resuming` +
+      (summary.worstStepDown === null ? '' : `; cut-off leaders stepped down ${ms(summary.worstStepDown)} after their deadline at the latest`),
     '',
     ...table,
     '',

@@ -8,11 +8,15 @@ import { testDatabaseUrl } from '../support/postgres-database';
 // The short chaos runs that CI makes on every change: 4 candidate processes, 2 slots, 20 s
 // of faults of every kind (seed 2 plans all six). On SQLite, in the default journal mode and
 // in WAL, one more process runs the original statements; on PostgreSQL, the workers share a
-// fresh schema of this run's server.
+// fresh schema of this run's server, of a server of the run's own reached from two hosts,
+// or of this run's server through its PgBouncer.
 describe.each([
   ['SQLite, journal_mode delete (better-sqlite3\'s defaults)', () => ['--journal', 'delete']],
   ['SQLite, journal_mode wal (as README advises)', () => ['--journal', 'wal']],
   ['PostgreSQL', () => ['--postgres', testDatabaseUrl()]],
+  // Seed 10 plans four host cut-offs among eight kinds of fault.
+  ['PostgreSQL from 2 hosts (network namespaces), with host cut-offs', () => ['--postgres', '--hosts', '2', '--seed', '10']],
+  ['PostgreSQL through PgBouncer in transaction mode', () => ['--postgres', testDatabaseUrl(), '--pgbouncer', 'transaction']],
 ])('npm run chaos on %s, short', (_, where) => {
   it('injects faults of every kind and finds no violation', async () => {
     const folder = mkdtempSync(join(tmpdir(), 'observe-leadership-chaos-spec-'));
@@ -31,6 +35,8 @@ describe.each([
       const { summary } = JSON.parse(readFileSync(report, 'utf8')) as { summary: ChaosSummary };
       expect({ code, violations: summary.violations, output }).toEqual({ code: 0, violations: 0, output: expect.any(String) });
       expect(summary.byKind.filter((k) => k.count > 0).length).toBeGreaterThanOrEqual(4);
+      // Leaders cut off from the server, and none late to step down.
+      if (where().includes('--hosts')) expect(summary.byKind.find((k) => k.kind === 'cut-host')!.count).toBeGreaterThan(0);
       expect(summary.counts.tenures).toBeGreaterThan(5);
       expect(summary.counts.ledgerRows).toBeGreaterThan(0);
     } finally {

@@ -68,6 +68,15 @@ describe('checkHistory', () => {
     expect(flaws(history({ faults: [pause], records: [...base.records, event(1, 1310, 'renewed', 'a', 1, 1910)] }))).toContain('pause');
   });
 
+  it('finds a leader cut off from the server that stepped down after its own deadline', () => {
+    const cut: FaultRecord = { kind: 'cut-host', at: 450, until: 1300, slot: 0, pid: 1, holder: 'a' };
+    const base = history({ faults: [cut] });
+    const lostAt = (at: number) => history({ faults: [cut], records: [...base.records, event(1, at, 'lost', 'a', 1)] });
+    expect(flaws(lostAt(1000))).toEqual([]);
+    expect(checkHistory(lostAt(1030), { slack: 100 }).stepDown).toEqual([30]);
+    expect(flaws(lostAt(1300))).toEqual(['step-down']);
+  });
+
   it('finds a slot left to a dead holder past its expiry, or left with no lease', () => {
     const final = { at: 3000, rows: [{ slot: 0, holder: 'a', expiresAt: 1000 }], liveHolders: [{ slot: 0, holder: 'b' }] };
     expect(flaws(history({ final }))).toEqual(['final']);

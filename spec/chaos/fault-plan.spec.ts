@@ -20,4 +20,10 @@ describe('planFaults', () => {
     }
     expect(new Set(faults.map((f) => f.kind))).toEqual(new Set(['kill', 'kill-in-fenced', 'kill-with-standbys', 'pause', 'stop', 'resubscribe', 'lock', 'burst']));
   });
+
+  it('cuts hosts off for longer than a lease only when the processes run on several', () => {
+    const cuts = planFaults({ ...options, duration: 300_000, hosts: true }).filter((f) => f.kind === 'cut-host');
+    expect(cuts.length).toBeGreaterThan(10);
+    for (const cut of cuts) expect(cut.duration).toBeGreaterThan(options.lease);
+  });
 });

@@ -16,6 +16,11 @@ describe('chaos command line', () => {
     expect(() => parseArguments(['--lease', '5'])).toThrow('Expected --lease to be an integer from 10 to 600000, got 5');
     expect(() => parseArguments(['--processes'])).toThrow('Expected a value after --processes');
     expect(() => parseArguments(['--bogus'])).toThrow('Unknown option --bogus');
+    expect(parseArguments(['--postgres', '--hosts', '8'])).toEqual(expect.objectContaining({ postgres: true, hosts: 8 }));
+    expect(parseArguments(['--postgres', 'postgres://x/y', '--pgbouncer', 'transaction'])).toEqual(expect.objectContaining({ pgbouncer: 'transaction' }));
+    expect(() => parseArguments(['--hosts', '8'])).toThrow('--hosts and --pgbouncer are for PostgreSQL: add --postgres');
+    expect(() => parseArguments(['--postgres', 'postgres://x/y', '--hosts', '8'])).toThrow('--hosts needs a server of its own');
+    expect(() => parseArguments(['--postgres', '--pgbouncer', 'statement'])).toThrow('Expected --pgbouncer to be one of transaction, session, got statement');
   });
 
   it('--check re-checks a saved history and exits 1 when it finds a violation', () => {

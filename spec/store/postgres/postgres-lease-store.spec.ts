@@ -232,6 +232,53 @@ describe('postgresLeaseStore', () => {
       }
     });
 
+    it('lets one of a crowd woken by a release write, and turns the others away at once instead of queueing them on the row', async () => {
+      await acquire('setup', 1); // makes the schema
+      // Another follower of the crowd, in the middle of its attempt: it holds the slot's gate.
+      const other = await pool.connect();
+      try {
+        await other.query('BEGIN');
+        await other.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`elected "${test.schema}"."worker_leadership"`]);
+        const started = Date.now();
+        await expect(store.acquire(0, 'b', Date.now(), 60_000, { waitForLock: false })).rejects.toMatchObject({ code: 'DATABASE_BUSY' });
+        expect(Date.now() - started).toBeLessThan(1_000); // not after the other's transaction
+        // An attempt timed by the lease, not by a release, is not turned away.
+        expect((await store.acquire(0, 'b', Date.now(), 60_000)).acquired).toBe(true);
+      } finally {
+        await other.query('ROLLBACK');
+        other.release();
+      }
+      expect((await store.acquire(1, 'c', Date.now(), 60_000, { waitForLock: false })).acquired).toBe(true);
+    });
+
+    it('gives standby places, which alone listen for releases, to three followers, and frees a place with its session', async () => {
+      await acquire('leader'); // makes the schema, and holds the slot
+      const tag = `standby-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+      const others = Array.from({ length: 5 }, (_, i) => new Pool({ connectionString: testDatabaseUrl(), application_name: `${tag}-${i}` }));
+      const stores = others.map((other) => postgresLeaseStore(other, { schema: test.schema }));
+      const standBy = (i: number) => stores[i].standBy(0, `f${i}`, Date.now(), 60_000, 3);
+      try {
+        const held = await Promise.all(stores.map((_, i) => standBy(i)));
+        expect(held.filter(Boolean)).toHaveLength(3);
+        const [first, waiting, last] = [held.indexOf(true), held.indexOf(false), held.lastIndexOf(false)];
+        expect(await standBy(first)).toBe(true); // kept
+        expect(await standBy(waiting)).toBe(false);
+        // A standby whose connection ends (its process died, say) frees its place.
+        await pool.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [`${tag}-${first}`]);
+        let taken = false;
+        for (const end = Date.now() + 10_000; !taken && Date.now() < end; await until(50)) taken = await standBy(waiting);
+        expect(taken).toBe(true);
+        // Winning the slot gives the place up.
+        await pool.query(`DELETE FROM "${test.schema}".worker_leadership`);
+        expect((await stores[waiting].acquire(0, `f${waiting}`, Date.now(), 60_000)).acquired).toBe(true);
+        expect(await standBy(last)).toBe(true);
+      } finally {
+        await Promise.all(stores.map((each, i) => each.leaveStandby(0, `f${i}`).catch(() => undefined)));
+        await Promise.all(stores.map((each) => each.settled().catch(() => undefined)));
+        await Promise.all(others.map((other) => other.end()));
+      }
+    });
+
     it('does not wake following candidates when another one is elected, only when the slot is released', async () => {
       await acquire('setup', 1);
       const woken: string[] = [];

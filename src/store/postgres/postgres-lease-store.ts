@@ -77,19 +77,29 @@ interface Row extends QueryResultRow {
 
 function statementsFor(names: PostgresLeaseTable) {
   const { table, termSequence } = qualifiedNames(names);
-  return {
-    read: `SELECT holder, term, expires_at, ${serverNow} AS now FROM ${table} WHERE slot = $1`,
-    // $3 is the lease's length: the server's clock sets its end. Taking a free, expired or
-    // own row draws a new term from the sequence, evaluated under the row's lock, after
-    // every tenure granted before. Observers that listen hear of the election when it commits.
-    take: `WITH taken AS (
-        INSERT INTO ${table} AS lease (slot, holder, expires_at, term)
+  // $3 is the lease's length: the server's clock sets its end. Taking a free, expired or own
+  // row draws a new term from the sequence, evaluated under the row's lock, after every
+  // tenure granted before. Observers that listen hear of the election when it commits.
+  const upsert = `INSERT INTO ${table} AS lease (slot, holder, expires_at, term)
         SELECT $1, $2, clock.now + $3, nextval('${termSequence}') FROM (SELECT ${serverNow} AS now) AS clock
         ON CONFLICT (slot) DO UPDATE
           SET holder = excluded.holder, expires_at = excluded.expires_at, term = nextval('${termSequence}')
           WHERE lease.expires_at < excluded.expires_at - $3 OR lease.holder = excluded.holder
-        RETURNING holder, term, expires_at, expires_at - $3 AS now)
+        RETURNING holder, term, expires_at, expires_at - $3 AS now`;
+  return {
+    read: `SELECT holder, term, expires_at, ${serverNow} AS now FROM ${table} WHERE slot = $1`,
+    take: `WITH taken AS (${upsert})
       SELECT holder, term, expires_at, now, pg_notify('${channel}', $4) FROM taken`,
+    // The same for an attempt that every follower makes when a release is announced: only
+    // the one that gets the slot's gate (an advisory lock held until the statement commits)
+    // writes; the others learn it at once (`open` false) and step aside, rather than
+    // queueing on the row one after the other. The gate only keeps the crowd off the row:
+    // the compare-and-set alone decides who leads.
+    takeInCrowd: `WITH gate AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtextextended($5, $1)) AS open),
+      taken AS (${upsert.replace('FROM (SELECT', 'FROM gate, (SELECT').replace('AS clock', 'AS clock WHERE gate.open')})
+      SELECT gate.open, taken.holder, taken.term, taken.expires_at, taken.now,
+        CASE WHEN taken.holder IS NOT NULL THEN pg_notify('${channel}', $4) END AS notified
+      FROM gate LEFT JOIN taken ON true`,
     // The row's lock comes first, the clock after it (a select with FOR UPDATE is never merged
     // into the one around it). A renewal that queued behind a transaction holding the row,
     // such as the leader's own `fenced` stalled past the lease until the server ended it,
@@ -104,6 +114,9 @@ function statementsFor(names: PostgresLeaseTable) {
     release: `WITH released AS (DELETE FROM ${table} WHERE slot = $1 AND holder = $2 AND term = $3 RETURNING slot)
       SELECT pg_notify('${channel}', $4) FROM released`,
     // The lock comes first, the clock after it: the outer select runs once the row is locked.
+    // Standby places: the first free of `$2` advisory locks of the slot, on the session.
+    standBy: `SELECT place FROM generate_series(0, $2::int - 1) AS place WHERE pg_try_advisory_lock(hashtext($1), place) LIMIT 1`,
+    leaveStandby: `SELECT pg_advisory_unlock(hashtext($1), $2::int)`,
     lockForFencing: `SELECT lease.holder, lease.term, lease.expires_at, ${serverNow} AS now
       FROM (SELECT holder, term, expires_at FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease`,
     // What a candidate needs besides reading: has_table_privilege with several privileges
@@ -202,7 +215,12 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
   private readonly listeners = new ChangeListeners(() => this.startListening(), () => this.stopListening());
   /** The connection that listens (and carries the statements), once there is one. */
   private listening: Session | undefined;
-  private connectingListener = false;
+  /** The session being opened, if it is. */
+  private opening: Promise<Session | undefined> | undefined;
+  /** Standby places held on the session, by `slot holder`. */
+  private readonly places = new Map<string, number>();
+  /** How many standBy calls wait for the session, which must stay meanwhile. */
+  private seekingPlaces = 0;
   /** The end of the store's last statement (see `statement`). */
   private turn: Promise<void> = Promise.resolve();
   /** Set once a notification from another connection reached a listening one: later ones need no probe. */
@@ -229,7 +247,8 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
 
   /**
    * `waitForLock: false` marks an attempt made when a release was just announced: the slot is
-   * most likely free, so it goes straight to the compare-and-set, one round trip sooner.
+   * most likely free, so it goes straight to the compare-and-set, one round trip sooner, and
+   * only one of the crowd makes it; the others get `DATABASE_BUSY` at once and step aside.
    */
   acquire(slot: number, holder: string, _now: number, expiresAfter: number, { waitForLock = true }: AcquireOptions = {}): Promise<AcquireResult> {
     return this.operation(async () => {
@@ -242,12 +261,24 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
           return answer(false, seen);
         }
       }
-      const [taken] = await this.query<Row>(this.statements.take, [slot, holder, expiresAfter, this.payloads.elected]);
-      if (taken !== undefined) return answer(true, taken);
+      const [taken] = waitForLock
+        ? await this.query<Row>(this.statements.take, [slot, holder, expiresAfter, this.payloads.elected])
+        : await this.takeInCrowd(slot, holder, expiresAfter);
+      if (taken !== undefined) {
+        void this.leaveStandby(slot, holder).catch(nothing); // a leader is nobody's standby
+        return answer(true, taken);
+      }
       const [now] = await this.query<Row>(this.statements.read, [slot]);
       // Taken by another in between, or released again since: either way not ours.
       return now === undefined ? this.acquire(slot, holder, _now, expiresAfter, { waitForLock }) : answer(false, now);
     });
+  }
+
+  /** The crowd's compare-and-set (see `takeInCrowd` above); `DATABASE_BUSY` for those who did not get the gate. */
+  private async takeInCrowd(slot: number, holder: string, expiresAfter: number): Promise<Row[]> {
+    const [result] = await this.query<Row & { open: boolean }>(this.statements.takeInCrowd, [slot, holder, expiresAfter, this.payloads.elected, this.payloads.elected]);
+    if (!result.open) throw new LeadershipError('DATABASE_BUSY', 'Another candidate of the crowd is taking the slot');
+    return result.holder === null ? [] : [result];
   }
 
   renew({ slot, holder, term }: Lease, _now: number, expiresAfter: number): Promise<boolean> {
@@ -268,14 +299,53 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
   }
 
   /**
-   * Every follower stands by: a notification reaches every listening connection at once, and
-   * PostgreSQL has no database-wide write lock for a crowd to queue on.
+   * Keeps or takes one of the first `places` standby places of `slot`: a session advisory
+   * lock on the store's session (`pg_try_advisory_lock`, never waiting), which the server
+   * lets go when the session ends, however it ends. Only standbys listen for releases, so
+   * that a release wakes a few processes, not every follower of the fleet. Where
+   * notifications cannot work (PgBouncer's transaction mode), there are no places: every
+   * follower polls as a standby would.
    */
-  standBy(): boolean {
-    return true;
+  standBy(slot: number, holder: string, _now: number, _expiresAfter: number, places: number): Promise<boolean> {
+    const key = `${slot} ${holder}`;
+    return this.operation(async () => {
+      this.seekingPlaces++;
+      try {
+        const session = await this.session();
+        if (session === undefined) return true; // nobody can be told: every follower polls
+        if (this.places.has(key)) return true;
+        const { rows } = await this.onTurn(() =>
+          session.client.query<{ place: number }>(this.config(this.statements.standBy, [this.placesKey(slot), places])),
+        );
+        if (rows.length === 0 || this.listening !== session) return false; // a session gone took its lock with it
+        this.places.set(key, rows[0].place);
+        return true;
+      } finally {
+        this.seekingPlaces--;
+        this.stopListening();
+      }
+    });
   }
 
-  leaveStandby(): void {}
+  /** Gives up `holder`'s standby place of `slot`, if it has one. */
+  leaveStandby(slot: number, holder: string): Promise<void> {
+    const key = `${slot} ${holder}`;
+    const place = this.places.get(key);
+    const session = this.listening;
+    if (place === undefined || session === undefined) return Promise.resolve();
+    this.places.delete(key);
+    return this.operation(async () => {
+      if (this.listening === session) {
+        await this.onTurn(() => session.client.query(this.config(this.statements.leaveStandby, [this.placesKey(slot), place])));
+      }
+      this.stopListening();
+    });
+  }
+
+  /** The advisory lock key of a slot's standby places: this table's, not another's that shares the server. */
+  private placesKey(slot: number): string {
+    return `${this.payloads.released} ${slot}`;
+  }
 
   /** Releases are reported to every listener; elections only to those that ask (observers). */
   watch(listener: (origin: ChangeOrigin) => void, options?: WatchOptions): () => void {
@@ -438,57 +508,72 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
     return this.writable;
   }
 
-  /**
-   * Listens on a connection of its own, which carries the store's statements meanwhile; tried
-   * again at the next operation if it fails or goes. Then checks that a notification sent
-   * from another connection reaches it before the answer to its next statement (the server
-   * delivers it then at the latest): behind a pooler that lends server connections per
-   * transaction (PgBouncer's transaction mode) it does not, and the store says so once and
-   * lets its followers poll.
-   */
-  private startListening(): void {
-    if (this.listening !== undefined || this.connectingListener || this.notificationsUnavailable) return;
-    this.connectingListener = true;
-    const listen = async () => {
-      // After the schema is made, if a candidate is making it (an observer makes nothing).
-      await this.schemaReady?.catch(nothing);
-      const probe = `probe ${ulid()}`;
-      let probed = false;
-      // Taken in the store's turn: no statement of the store holds another connection meanwhile.
-      const session = await this.onTurn(() => this.openSession((payload) => (probed ||= payload === probe)));
-      this.connectingListener = false;
-      if (session === undefined) return;
-      if (this.notificationsWork) return void (session.confirmed = true);
-      // From another connection, closed at once so that the store keeps to one; statements go
-      // on meanwhile on the session.
-      const notifier = await this.pool.connect();
-      try {
-        await notifier.query(this.config('SELECT pg_notify($1, $2)', [channel, probe]));
-      } finally {
-        notifier.release(true);
-      }
-      if (this.listening !== session) return;
-      await this.onTurn(() => session.client.query(this.config('SELECT 1', [])));
-      if (this.listening !== session) return;
-      if (probed) {
-        this.notificationsWork = true;
-        session.confirmed = true;
-        return;
-      }
-      this.notificationsUnavailable = true;
-      session.close();
-      process.emitWarning(
-        `observe-leadership: notifications do not reach this connection (a pooler in transaction mode, such as PgBouncer's?): ` +
-          `followers and observers of ${qualifiedNames(this.names).table} poll instead`,
-        { code: 'OBSERVE_LEADERSHIP_NO_NOTIFICATIONS' },
-      );
-    };
-    listen()
-      .catch(() => undefined) // followers poll until the next operation tries again
-      .finally(() => (this.connectingListener = false));
+  /** Whether the store needs its session: somebody listens, or holds or seeks a standby place. */
+  private wantsSession(): boolean {
+    return this.listeners.any || this.places.size > 0 || this.seekingPlaces > 0;
   }
 
-  /** A connection that listens, which becomes the store's while anybody listens; `undefined` if nobody does any more. */
+  private startListening(): void {
+    void this.session();
+  }
+
+  private stopListening(): void {
+    if (!this.wantsSession()) this.listening?.close();
+  }
+
+  /**
+   * The store's session once it listens, opening it if needed, or `undefined` if it cannot
+   * (notifications do not reach it, or the connection failed: tried again at the next
+   * operation). A new session checks, once a store, that a notification sent from another
+   * connection reaches it before the answer to its next statement (the server delivers it
+   * then at the latest): behind a pooler that lends server connections per transaction
+   * (PgBouncer's transaction mode) it does not, and the store says so once and lets its
+   * followers poll.
+   */
+  private session(): Promise<Session | undefined> {
+    if (this.listening !== undefined) return Promise.resolve(this.listening);
+    if (this.notificationsUnavailable) return Promise.resolve(undefined);
+    this.opening ??= this.openChecked()
+      .catch(() => undefined)
+      .finally(() => (this.opening = undefined));
+    return this.opening;
+  }
+
+  private async openChecked(): Promise<Session | undefined> {
+    // After the schema is made, if a candidate is making it (an observer makes nothing).
+    await this.schemaReady?.catch(nothing);
+    const probe = `probe ${ulid()}`;
+    let probed = false;
+    // Taken in the store's turn: no statement of the store holds another connection meanwhile.
+    const session = await this.onTurn(() => this.openSession((payload) => (probed ||= payload === probe)));
+    if (session === undefined || this.notificationsWork) return session && ((session.confirmed = true), session);
+    // From another connection, closed at once so that the store keeps to one; statements go
+    // on meanwhile on the session.
+    const notifier = await this.pool.connect();
+    try {
+      await notifier.query(this.config('SELECT pg_notify($1, $2)', [channel, probe]));
+    } finally {
+      notifier.release(true);
+    }
+    if (this.listening !== session) return undefined;
+    await this.onTurn(() => session.client.query(this.config('SELECT 1', [])));
+    if (this.listening !== session) return undefined;
+    if (probed) {
+      this.notificationsWork = true;
+      session.confirmed = true;
+      return session;
+    }
+    this.notificationsUnavailable = true;
+    session.close();
+    process.emitWarning(
+      `observe-leadership: notifications do not reach this connection (a pooler in transaction mode, such as PgBouncer's?): ` +
+        `followers and observers of ${qualifiedNames(this.names).table} poll instead`,
+      { code: 'OBSERVE_LEADERSHIP_NO_NOTIFICATIONS' },
+    );
+    return undefined;
+  }
+
+  /** A connection that listens, which becomes the store's session while it is wanted; `undefined` if it no longer is. */
   private async openSession(onOther: (payload: string) => void): Promise<Session | undefined> {
     const client = await this.pool.connect();
     let closed = false;
@@ -498,15 +583,19 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
       close: (error?: Error) => {
         if (closed) return;
         closed = true;
-        if (this.listening === session) this.listening = undefined;
+        if (this.listening === session) {
+          this.listening = undefined;
+          this.places.clear(); // the server lets the session's advisory locks go with it
+        }
         const release = (broken?: Error) => {
           client.removeAllListeners('notification');
           client.removeListener('error', session.close);
           client.release(broken);
         };
-        // Statements sent before run first; a broken connection is destroyed, a good one goes back to the pool.
+        // Statements sent before run first; a broken connection is destroyed, a good one goes
+        // back to the pool, with neither a LISTEN nor an advisory lock left on it.
         if (error !== undefined) release(error);
-        else this.onTurn(() => client.query('UNLISTEN *')).then(() => release(), (failed: Error) => release(failed));
+        else this.onTurn(() => client.query('UNLISTEN *; SELECT pg_advisory_unlock_all()')).then(() => release(), (failed: Error) => release(failed));
       },
     };
     client.on('error', session.close);
@@ -522,12 +611,8 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
       session.close(error as Error);
       throw error;
     }
-    if (!this.listeners.any) return void session.close();
+    if (!this.wantsSession()) return void session.close();
     this.listening = session;
     return session;
-  }
-
-  private stopListening(): void {
-    this.listening?.close();
   }
 }
