@@ -253,8 +253,8 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
   acquire(slot: number, holder: string, _now: number, expiresAfter: number, { waitForLock = true }: AcquireOptions = {}): Promise<AcquireResult> {
     return this.operation(async () => {
       const answer = (acquired: boolean, row: Row): AcquireResult => ({ acquired, ...toView(row) });
-      // Otherwise reading first keeps followers off the row's lock while a live lease stands.
       await this.mayCampaign();
+      // Otherwise reading first keeps followers off the row's lock while a live lease stands.
       if (waitForLock) {
         const [seen] = await this.query<Row>(this.statements.read, [slot]);
         if (seen !== undefined && seen.holder !== holder && Number(seen.expires_at) >= Number(seen.now)) {
@@ -274,7 +274,7 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
     });
   }
 
-  /** The crowd's compare-and-set (see `takeInCrowd` above); `DATABASE_BUSY` for those who did not get the gate. */
+  /** The crowd's compare-and-set (see the statement); `DATABASE_BUSY` for those who did not get the gate. */
   private async takeInCrowd(slot: number, holder: string, expiresAfter: number): Promise<Row[]> {
     const [result] = await this.query<Row & { open: boolean }>(this.statements.takeInCrowd, [slot, holder, expiresAfter, this.payloads.elected, this.payloads.elected]);
     if (!result.open) throw new LeadershipError('DATABASE_BUSY', 'Another candidate of the crowd is taking the slot');
