@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { IdleRun } from '../../bench/bench';
 import type { Comparison } from '../../bench/cluster';
+import type { FleetResult } from '../../bench/fleet';
 import { SpawnedScript } from '../support/spawned-script';
 
 // The benchmark is a script, not a timed test: this only runs its tiny smoke, so that it
@@ -17,7 +18,8 @@ describe('npm run bench -- --smoke', () => {
 
       const results = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as {
         comparisons: Comparison[];
-        postgres: Record<'handoff' | 'takeover' | 'takeoverPastExpiry', Comparison['ours']>;
+        postgres: Record<'handoff' | 'takeover' | 'takeoverPastExpiry', Comparison['ours']> & { pgbouncer: Record<'transaction' | 'session', Comparison['ours']> };
+        fleet: FleetResult;
         idle: Array<IdleRun & { journal: string; kind: string }>;
         statements: Record<string, unknown>;
         crashes: Record<string, { overlaps: number; stopped: { electedBeforeExpiry: number; electedPastExpiry: number } }>;
@@ -34,9 +36,15 @@ describe('npm run bench -- --smoke', () => {
         expect(results.crashes[journal].stopped.electedPastExpiry).toBeGreaterThanOrEqual(0);
       }
       // The same trials on PostgreSQL (this run's server, through the environment).
-      for (const trials of [results.postgres.handoff, results.postgres.takeover, results.postgres.takeoverPastExpiry]) {
+      const { pgbouncer } = results.postgres;
+      for (const trials of [results.postgres.handoff, results.postgres.takeover, results.postgres.takeoverPastExpiry, pgbouncer.transaction, pgbouncer.session]) {
         expect(Number.isFinite(trials.p50)).toBe(true);
       }
+      // The fleet, tiny: processes on two network-namespace hosts, one connection each, one leader at a time.
+      const { fleet } = results;
+      expect(fleet).toMatchObject({ hosts: 2, processes: 4, maxConnections: 100, overlaps: 0 });
+      expect(fleet.idle.connections.perProcess).toBe(1);
+      expect(Number.isFinite(fleet.handoff.p50) && Number.isFinite(fleet.takeover.p50)).toBe(true);
       // Idle runs in both modes of the smoke, beside an application's writes too, each with its leader.
       expect(results.idle.map((run) => `${run.journal} ${run.kind} ${run.processes} ${run.appRowsPerSecond > 0}`).sort()).toEqual([
         'delete candidate 4 false',

@@ -36,7 +36,7 @@ const postgresUrl = /^postgres(ql)?:\/\//;
  */
 export async function openDatabase(parsed: ParsedArguments, { readonly }: { readonly: boolean }): Promise<CliDatabase> {
   const [target] = parsed.positional;
-  if (target === undefined) throw new CliError(exitCode.usage, 'which database? Give the path of the SQLite file, or a postgres:// URL');
+  if (!target) throw new CliError(exitCode.usage, 'which database? Give the path of the SQLite file, or a postgres:// URL');
   const schema = parsed.options.get('schema');
   const table = parsed.options.get('table');
   if (postgresUrl.test(target)) return openPostgres(target, { schema: schema as string | undefined, table: table as string | undefined });

@@ -384,27 +384,26 @@ describe('postgresLeaseStore', () => {
       expect((await pool.query(`SELECT count(*)::int AS n FROM ${ledger()}`)).rows[0].n).toBe(0);
     });
 
-    it('renews nothing when the renewal waited for the row until after the lease ended, so that a follower takes over at once', async () => {
-      const { lease } = await acquire('a', 500);
-      const blocker = await pool.connect(); // the leader's own fenced transaction, stalled
+    /** Renews `lease` while another transaction (the leader's own `fenced`, stalled) holds the row for `ms`. */
+    const renewBehindTheRowLock = async (lease: { term: number }, ms: number) => {
+      const blocker = await pool.connect();
       await blocker.query(`BEGIN; SELECT * FROM "${test.schema}".worker_leadership FOR UPDATE`);
       const renewal = store.renew({ slot: 0, holder: 'a', term: lease.term }, Date.now(), 60_000);
-      await until(800);
+      await until(ms);
       await blocker.query('ROLLBACK');
       blocker.release();
-      expect(await renewal).toBe(false);
+      return renewal;
+    };
+
+    it('renews nothing when the renewal waited for the row until after the lease ended, so that a follower takes over at once', async () => {
+      const { lease } = await acquire('a', 500);
+      expect(await renewBehindTheRowLock(lease, 800)).toBe(false);
       expect((await acquire('b')).acquired).toBe(true);
     });
 
     it('renews a lease whose row was held for a while if the lease still stood when the wait ended, and an expired lease nobody took', async () => {
       const { lease } = await acquire('a', 2_000);
-      const blocker = await pool.connect();
-      await blocker.query(`BEGIN; SELECT * FROM "${test.schema}".worker_leadership FOR UPDATE`);
-      const renewal = store.renew({ slot: 0, holder: 'a', term: lease.term }, Date.now(), 60_000);
-      await until(300);
-      await blocker.query('ROLLBACK');
-      blocker.release();
-      expect(await renewal).toBe(true);
+      expect(await renewBehindTheRowLock(lease, 300)).toBe(true);
       const { lease: short } = await store.acquire(1, 'c', Date.now(), 1);
       await until(20);
       expect(await store.renew({ slot: 1, holder: 'c', term: short.term }, Date.now(), 60_000)).toBe(true);
