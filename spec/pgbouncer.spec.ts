@@ -29,7 +29,7 @@ describe.each(['transaction', 'session'] as const)('observeLeadership through Pg
     pools = [];
     subscriptions = [];
     // Jest's process is the test's own: the warnings the store emits are seen where they are sent.
-    warn = jest.spyOn(process, 'emitWarning');
+    warn = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
   });
   afterEach(async () => {
     warn.mockRestore();
