@@ -161,7 +161,8 @@ function allowance(fault: FaultRecord, expiresAfter: number, retryBound: number)
     // must run out, then a follower's attempt comes.
     kill: expiresAfter + retryBound,
     'kill-in-fenced': expiresAfter + retryBound,
-    'kill-with-standbys': expiresAfter + retryBound,
+    // When it killed every candidate, the slot also waits for one to start again (`until`).
+    'kill-with-standbys': expiresAfter + retryBound + lasted,
     // As a crash; if the pause caught the leader inside a write, nobody can write until it ends.
     pause: Math.max(expiresAfter, lasted) + retryBound,
     // A release: the next attempt takes the slot.

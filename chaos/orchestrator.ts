@@ -121,8 +121,21 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
   const leaderOf = (slot: number) => live().find((w) => w.leading.has(slot) && !w.paused);
   let stopping = false;
   let lockHeld = false;
-  const restartLater = (worker: WorkerProcess) =>
-    track(worker.exited.then(() => sleep(timing.retryEvery)).then(() => stopping || start(worker.name, worker.kind)));
+  /** Resolves when `worker` is campaigning (or gone): a loaded machine may take seconds to start a process. */
+  const campaigning = async (worker: WorkerProcess) => {
+    for (const end = Date.now() + 60_000; worker.alive && Date.now() < end; await sleep(10)) {
+      if (worker.records.some((r) => r.type === 'subscribed')) return Date.now();
+    }
+    return Date.now();
+  };
+  /** Restarts `worker` once it exited, and resolves when the new process campaigns, so that the quiet end waits for it. */
+  const restartLater = (worker: WorkerProcess): Promise<number | undefined> => {
+    const restarted = worker.exited
+      .then(() => sleep(timing.retryEvery))
+      .then(() => (stopping ? undefined : campaigning(start(worker.name, worker.kind))));
+    track(restarted);
+    return restarted;
+  };
 
   for (let i = 1; i <= options.processes; i++) start(`w${i}`, 'candidate');
   if (options.seedWorker && !postgres) start('seed', 'seed');
@@ -143,7 +156,7 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
       case 'stop':
         if (!leader) return skip('no leader');
         leader.signal(kind === 'kill' ? 'SIGKILL' : 'SIGTERM');
-        return restartLater(leader);
+        return void restartLater(leader);
       case 'kill-in-fenced':
         // Killed while it holds the write lock, with a ledger row written and not committed.
         if (!leader || leader.kind !== 'candidate') return skip(leader ? 'the leader runs the original statements' : 'no leader');
@@ -164,9 +177,11 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
             if (holders === undefined) return skip('this store keeps no standby places');
             const standbys = live().filter((w) => w !== leader && holders.includes(w.holder ?? ''));
             fault.at = Date.now();
-            for (const victim of [leader, ...standbys]) {
-              victim.signal('SIGKILL');
-              restartLater(victim);
+            for (const victim of [leader, ...standbys]) victim.signal('SIGKILL');
+            const restarted = [leader, ...standbys].map(restartLater);
+            // Nobody left to take the slot: it waits for a victim to campaign again too.
+            if (live().every((w) => w.kind !== 'candidate' || [leader, ...standbys].includes(w))) {
+              return Promise.race(restarted).then((at) => void (fault.until = at));
             }
           }),
         );

@@ -77,6 +77,16 @@ describe('checkHistory', () => {
     expect(flaws(lostAt(1300))).toEqual(['step-down']);
   });
 
+  it('allows a kill of every candidate (leader and standbys) the time until one campaigns again as well', () => {
+    const killAll = (until?: number): FaultRecord => ({ kind: 'kill-with-standbys', at: 450, until, slot: 0, pid: 1, holder: 'a' });
+    // b elected 1250 ms after the kill: more than a 600 ms lease and 100 + 100 ms of retry and
+    // slack, within them once a candidate campaigned again 550 ms after the kill.
+    const late = (until?: number) =>
+      history({ faults: [killAll(until)], records: [...history().records.slice(0, 3), event(2, 1700, 'elected', 'b', 2, 2300)], ledger: [row(100, 'a', 1)] });
+    expect(flaws(late())).toEqual(['liveness']);
+    expect(flaws(late(1000))).toEqual([]);
+  });
+
   it('finds a slot left to a dead holder past its expiry, or left with no lease', () => {
     const final = { at: 3000, rows: [{ slot: 0, holder: 'a', expiresAt: 1000 }], liveHolders: [{ slot: 0, holder: 'b' }] };
     expect(flaws(history({ final }))).toEqual(['final']);
