@@ -72,6 +72,36 @@ describe('the package, installed in a fresh project', () => {
     expect(execFileSync(process.execPath, ['index.cjs'], { cwd: project, encoding: 'utf8' })).toBe('require elected packaged\n');
   });
 
+  it('loads without @opentelemetry/api, which only observe-leadership/metrics needs, and then only without a meter given', () => {
+    writeFileSync(
+      join(project, 'no-otel.cjs'),
+      `let missing = false;
+       try { require.resolve('@opentelemetry/api'); } catch { missing = true; }
+       const Database = require('better-sqlite3');
+       const { take } = require('rxjs');
+       const { observeLeadership } = require('observe-leadership');
+       console.log(missing ? 'no @opentelemetry/api' : 'found @opentelemetry/api');
+       ${electOnce("'main entry'")}`,
+    );
+    expect(execFileSync(process.execPath, ['no-otel.cjs'], { cwd: project, encoding: 'utf8' })).toBe('no @opentelemetry/api\nmain entry elected packaged\n');
+    writeFileSync(
+      join(project, 'otel.cjs'),
+      `const Database = require('better-sqlite3');
+       const { take } = require('rxjs');
+       const { observeLeadership } = require('observe-leadership');
+       const { leadershipMetrics } = require('observe-leadership/metrics');
+       const db = new Database(':memory:');
+       observeLeadership(db, { holder: 'packaged', instrument: leadershipMetrics() }).pipe(take(1)).subscribe((event) => console.log('metrics', event.type));`,
+    );
+    expect(() => execFileSync(process.execPath, ['otel.cjs'], { cwd: project, stdio: 'pipe' })).toThrow(/Cannot find module '@opentelemetry\/api'/);
+    symlinkSync(join(root, 'node_modules', '@opentelemetry'), join(project, 'node_modules', '@opentelemetry'));
+    try {
+      expect(execFileSync(process.execPath, ['otel.cjs'], { cwd: project, encoding: 'utf8' })).toBe('metrics elected\n');
+    } finally {
+      rmSync(join(project, 'node_modules', '@opentelemetry'));
+    }
+  });
+
   it('works from an ES module', () => {
     writeFileSync(
       join(project, 'index.mjs'),

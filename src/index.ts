@@ -17,4 +17,5 @@ export type {
   RenewedEvent,
 } from './leadership-event';
 export type { FencingStore } from './fenced';
+export type { InstrumentRecording, LeaderInstrument, LeadershipInstrument } from './instrument';
 export type { AcquireOptions, AcquireResult, ChangeOrigin, Eventually, LeaseReader, LeaseRecord, LeaseStore, LeaseView, TenureWatch, WatchOptions } from './store/lease-store';

@@ -1,4 +1,5 @@
 import { SchedulerLike } from 'rxjs';
+import { expectInstrument, LeadershipInstrument } from './instrument';
 import { argumentError, expectConfig, expectInteger, expectScheduler, expectString, MAX_DELAY } from './argument-check';
 
 /** Options of {@link observeLeadership}. Every duration is in milliseconds. */
@@ -47,6 +48,12 @@ export interface LeadershipConfig {
    * monotonic clock (one that a wall clock set back cannot stretch)
    */
   scheduler?: SchedulerLike;
+  /**
+   * Records every candidate this stream makes, and what it emits: `leadershipMetrics()` of
+   * `observe-leadership/metrics` reports them through OpenTelemetry.
+   * @default none
+   */
+  instrument?: LeadershipInstrument;
 }
 
 /** The configuration with every default applied and every value checked. */
@@ -59,10 +66,11 @@ export interface ResolvedLeadershipConfig {
   readonly holder: string | undefined;
   /** `undefined` when the store's kind decides. */
   readonly scheduler: SchedulerLike | undefined;
+  readonly instrument: LeadershipInstrument | undefined;
 }
 
 export const MAX_HOLDER_LENGTH = 256;
-const knownOptions = ['renewEvery', 'expiresAfter', 'retryEvery', 'slot', 'holder', 'scheduler'];
+const knownOptions = ['renewEvery', 'expiresAfter', 'retryEvery', 'slot', 'holder', 'scheduler', 'instrument'];
 
 /** Checks `config` once, up front, and throws a `TypeError` or `RangeError` naming the field. */
 export function resolveLeadershipConfig(config: LeadershipConfig = {}): ResolvedLeadershipConfig {
@@ -74,6 +82,7 @@ export function resolveLeadershipConfig(config: LeadershipConfig = {}): Resolved
     slot = 0,
     holder,
     scheduler,
+    instrument,
   } = config;
 
   expectInteger('renewEvery', renewEvery, 1, MAX_DELAY);
@@ -85,5 +94,6 @@ export function resolveLeadershipConfig(config: LeadershipConfig = {}): Resolved
   expectInteger('slot', slot, 0, Number.MAX_SAFE_INTEGER);
   if (holder !== undefined) expectString('holder', holder, MAX_HOLDER_LENGTH);
   if (scheduler !== undefined) expectScheduler('scheduler', scheduler);
-  return { renewEvery, expiresAfter, retryEvery, slot, holder, scheduler };
+  expectInstrument(instrument);
+  return { renewEvery, expiresAfter, retryEvery, slot, holder, scheduler, instrument };
 }

@@ -2,6 +2,7 @@ import type { Database } from 'better-sqlite3';
 import { asyncScheduler, Observable, SchedulerLike, Subscription } from 'rxjs';
 import { expectConfig, expectDatabase, expectInteger, expectScheduler, isLeaseReader, MAX_DELAY } from './argument-check';
 import { LeadershipError } from './leadership-error';
+import { expectInstrument, LeaderInstrument } from './instrument';
 import { monotonicScheduler } from './campaign/monotonic-scheduler';
 import { Eventually, isPromiseLike, LeaseReader, LeaseView } from './store/lease-store';
 import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
@@ -25,6 +26,12 @@ export interface ObserveLeaderConfig {
    * @default asyncScheduler; with PostgreSQL, its timers on a monotonic clock
    */
   scheduler?: SchedulerLike;
+  /**
+   * Records what this stream sees: `leaderMetrics()` of `observe-leadership/metrics`
+   * reports it through OpenTelemetry.
+   * @default none
+   */
+  instrument?: LeaderInstrument;
 }
 
 /** Who holds a slot, as an observer sees it at one moment. */
@@ -41,7 +48,7 @@ export interface LeaderState {
   readonly expiresAt: number | null;
 }
 
-const knownOptions = ['slot', 'pollEvery', 'scheduler'];
+const knownOptions = ['slot', 'pollEvery', 'scheduler', 'instrument'];
 
 /**
  * Watches who holds a slot, without campaigning: emits a `LeaderState` at once, then each
@@ -67,13 +74,15 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
   const reader = isLeaseReader(db) ? (db as LeaseReader) : undefined;
   if (reader === undefined) expectDatabase('db', db);
   expectConfig(config, knownOptions);
-  const { slot = 0, pollEvery = 1_000, scheduler = reader?.clock === 'server' ? monotonicScheduler : asyncScheduler } = config;
+  const { slot = 0, pollEvery = 1_000, scheduler = reader?.clock === 'server' ? monotonicScheduler : asyncScheduler, instrument } = config;
   expectInteger('slot', slot, 0, Number.MAX_SAFE_INTEGER);
   expectInteger('pollEvery', pollEvery, 1, MAX_DELAY);
   expectScheduler('scheduler', scheduler);
+  expectInstrument(instrument);
 
   return new Observable<LeaderState>((subscriber) => {
     const store = reader ?? sqliteLeaseStore(db as Database);
+    const recording = instrument?.begin({ slot });
     let timer: Subscription | undefined;
     let last: LeaderState | undefined;
     /** Whether a look is in flight, and whether another was asked for meanwhile. */
@@ -111,6 +120,7 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
       const state = stateOf(slot, view);
       if (last === undefined || !sameState(state, last)) {
         last = state;
+        recording?.record(state);
         subscriber.next(state);
       }
       // A live lease ends when its time is up unless renewed: look again just after, if sooner.
@@ -133,6 +143,7 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
     return () => {
       timer?.unsubscribe();
       unwatch();
+      recording?.end();
     };
   });
 }

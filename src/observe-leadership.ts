@@ -44,7 +44,7 @@ export function observeLeadership(db: Database | LeaseStore, config?: Leadership
   const given = isLeaseStore(db) ? (db as LeaseStore) : undefined;
   if (given === undefined) expectDatabase('db', db);
   const store = given ?? sqliteLeaseStore(db as Database);
-  const { slot, holder: fixedHolder, scheduler = defaultScheduler(store), ...timing } = resolveLeadershipConfig(config);
+  const { slot, holder: fixedHolder, scheduler = defaultScheduler(store), instrument, ...timing } = resolveLeadershipConfig(config);
 
   return new Observable<LeadershipEvent>((subscriber) => {
     const holder = fixedHolder ?? ulid();
@@ -55,12 +55,23 @@ export function observeLeadership(db: Database | LeaseStore, config?: Leadership
       subscriber.error(error);
       return;
     }
-    const campaign = new Campaign(store, slot, holder, timing, subscriber, scheduler);
+    const recording = instrument?.begin({ slot, holder, expiresAfter: timing.expiresAfter });
+    const observer = recording
+      ? {
+          next: (event: LeadershipEvent) => {
+            if (!subscriber.closed) recording.record(event);
+            subscriber.next(event);
+          },
+          error: (error: unknown) => subscriber.error(error),
+        }
+      : subscriber;
+    const campaign = new Campaign(store, slot, holder, timing, observer, scheduler);
     // Added before the first attempt: a subscriber that stops at `elected` (take(1)) stops
     // the campaign from inside that attempt, and the lease must still be released.
     subscriber.add(() => {
       campaign.stop();
       withdraw();
+      recording?.end();
     });
     campaign.start();
   });

@@ -1,0 +1,95 @@
+import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { Subscription } from 'rxjs';
+import { eventually } from '../chaos/eventually';
+import { freePort } from '../chaos/postgres-server';
+import { LeaderState, LeadershipEvent, LeadershipInstrument, observeLeader, observeLeadership } from '../src';
+import { leaderMetrics, leadershipMetrics } from '../src/metrics';
+import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
+
+// The OpenTelemetry SDK with its Prometheus exporter, as an application wires them, and a
+// real scrape of /metrics over HTTP.
+describe('metrics through OpenTelemetry, scraped by Prometheus', () => {
+  const timing = { renewEvery: 100, expiresAfter: 1_000, retryEvery: 100 };
+  let file: TemporaryDatabase;
+  let exporter: PrometheusExporter;
+  let provider: MeterProvider;
+  let port: number;
+  let subscriptions: Subscription[];
+  let instrument: LeadershipInstrument | undefined;
+
+  beforeEach(async () => {
+    file = temporaryDatabase();
+    port = await freePort();
+    exporter = new PrometheusExporter({ host: '127.0.0.1', port, preventServerStart: true });
+    await exporter.startServer();
+    provider = new MeterProvider({ readers: [exporter] });
+    subscriptions = [];
+    instrument = undefined;
+  });
+  afterEach(async () => {
+    subscriptions.forEach((subscription) => subscription.unsubscribe());
+    await provider.shutdown();
+    file.remove();
+  });
+
+  const scrape = async () => {
+    const response = await fetch(`http://127.0.0.1:${port}/metrics`);
+    expect(response.status).toBe(200);
+    return response.text();
+  };
+  /** The value of the sample of `name` whose labels include all of `labels`, or undefined. */
+  const sample = (text: string, name: string, labels: Record<string, string | number> = {}) => {
+    const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`);
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && wanted.every((label) => l.includes(label)));
+    return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+  };
+
+  const candidate = (holder: string) => {
+    const events: LeadershipEvent[] = [];
+    instrument ??= leadershipMetrics({ meter: provider.getMeter('spec'), attributes: { 'service.name': 'jobs' } });
+    const subscription = observeLeadership(file.open(), { ...timing, holder, instrument }).subscribe((event) => events.push(event));
+    subscriptions.push(subscription);
+    return { subscription, leads: () => events.filter((e) => e.type === 'elected' || e.type === 'lost').at(-1)?.type === 'elected', events };
+  };
+
+  it('shows which candidate leads, its term, elections and renewal latency; after a handoff they swap and the elections grow', async () => {
+    const a = candidate('a');
+    await eventually('a leads', () => a.leads());
+    const b = candidate('b');
+    await eventually('a renewal', () => a.events.some((e) => e.type === 'renewed'));
+    const before = await scrape();
+    expect(sample(before, 'leadership_leader', { leadership_holder: 'a', leadership_slot: 0, service_name: 'jobs' })).toBe(1);
+    expect(sample(before, 'leadership_leader', { leadership_holder: 'b' })).toBe(0);
+    expect(sample(before, 'leadership_term', { leadership_holder: 'a' })).toBe(1);
+    expect(sample(before, 'leadership_elections_total', { leadership_holder: 'a' })).toBe(1);
+    expect(sample(before, 'leadership_renewal_duration_count', { leadership_holder: 'a' })).toBeGreaterThan(0);
+
+    // a hands over, and campaigns again as a follower.
+    a.subscription.unsubscribe();
+    await eventually('b leads', () => b.leads());
+    candidate('a');
+    const after = await scrape();
+    expect(sample(after, 'leadership_leader', { leadership_holder: 'b' })).toBe(1);
+    expect(sample(after, 'leadership_leader', { leadership_holder: 'a' })).toBe(0);
+    expect(sample(after, 'leadership_term', { leadership_holder: 'b' })).toBe(2);
+    expect(sample(after, 'leadership_elections_total', { leadership_holder: 'b' })).toBe(1);
+  });
+
+  it('shows who leads as an observer sees it, and counts the time without a leader', async () => {
+    const states: LeaderState[] = [];
+    const watching = leaderMetrics({ meter: provider.getMeter('spec') });
+    subscriptions.push(observeLeader(file.open(), { pollEvery: 50, instrument: watching }).subscribe((state) => states.push(state)));
+    await eventually('nobody leads', () => states.length > 0);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const nobody = await scrape();
+    expect(sample(nobody, 'leadership_observed_leader', { leadership_slot: 0 })).toBe(0);
+    expect(sample(nobody, 'leadership_observed_leaderless_time_total', { leadership_slot: 0 })).toBeGreaterThanOrEqual(0.3);
+    const a = candidate('a');
+    await eventually('seen leading', () => states.at(-1)?.holder === 'a');
+    const led = await scrape();
+    expect(sample(led, 'leadership_observed_leader', { leadership_holder: 'a' })).toBe(1);
+    expect(sample(led, 'leadership_observed_term', { leadership_holder: 'a' })).toBe(1);
+    a.subscription.unsubscribe();
+  });
+});
