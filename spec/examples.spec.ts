@@ -1,5 +1,7 @@
 import { join } from 'node:path';
 import { eventually } from '../chaos/eventually';
+import { freePort } from '../chaos/postgres-server';
+import type { HealthReport } from '../src';
 import { testDatabaseUrl, testSchema } from './support/postgres-database';
 import { SpawnedScript } from './support/spawned-script';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
@@ -30,6 +32,27 @@ describe('examples', () => {
     expect(await worker.exited).toBe(0);
     expect(worker.output).toMatch(/stopped, lease released/);
     expect(count('SELECT count(*) FROM worker_leadership')).toBe(0);
+  });
+
+  it('healthz.js answers its probes: healthy while leading or following, /leader only in the leader', async () => {
+    const probe = async (port: number, path: string) => {
+      const response = await fetch(`http://127.0.0.1:${port}${path}`);
+      return { status: response.status, report: (await response.json()) as HealthReport };
+    };
+    const [first, second] = [await freePort(), await freePort()];
+    const leader = run('healthz.js', String(first));
+    await leader.shows(/elected term 1/);
+    await leader.shows(/health on/);
+    const follower = run('healthz.js', String(second));
+    await follower.shows(/health on/);
+    expect(await probe(first, '/healthz')).toMatchObject({ status: 200, report: { healthy: true, leading: true, candidates: [{ status: 'leading' }] } });
+    expect((await probe(first, '/leader')).status).toBe(200);
+    expect(await probe(second, '/healthz')).toMatchObject({ status: 200, report: { healthy: true, leading: false, candidates: [{ status: 'following' }] } });
+    expect((await probe(second, '/leader')).status).toBe(503);
+    leader.process.kill('SIGTERM');
+    expect(await leader.exited).toBe(0);
+    await follower.shows(/elected term 2/);
+    expect((await probe(second, '/leader')).status).toBe(200);
   });
 
   it('job-queue.js: only the leader dispatches; when it stops, the other takes the queue over where it was', async () => {

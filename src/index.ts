@@ -17,5 +17,7 @@ export type {
   RenewedEvent,
 } from './leadership-event';
 export type { FencingStore } from './fenced';
-export type { InstrumentRecording, LeaderInstrument, LeadershipInstrument } from './instrument';
+export type { InstrumentedCandidate, InstrumentRecording, LeaderInstrument, LeadershipInstrument } from './instrument';
+export { leadershipHealth } from './health';
+export type { CandidateHealth, HealthReport, LeadershipHealth, LeadershipHealthOptions } from './health';
 export type { AcquireOptions, AcquireResult, ChangeOrigin, Eventually, LeaseReader, LeaseRecord, LeaseStore, LeaseView, TenureWatch, WatchOptions } from './store/lease-store';

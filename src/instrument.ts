@@ -5,8 +5,19 @@ import { argumentError } from './argument-check';
 /** What an instrument records of one subscription: each value it emits, then its end. */
 export interface InstrumentRecording<T> {
   record(value: T): void;
+  /** The stream ends with this error (one that cannot heal); `end` follows. */
+  error?(error: unknown): void;
   /** The subscription ended (unsubscribed, or the stream ended): stop reporting it. */
   end(): void;
+}
+
+/** A candidate as an instrument is told of it: its slot, its holder and its timing. */
+export interface InstrumentedCandidate {
+  readonly slot: number;
+  readonly holder: string;
+  readonly renewEvery: number;
+  readonly expiresAfter: number;
+  readonly retryEvery: number;
 }
 
 /**
@@ -16,7 +27,7 @@ export interface InstrumentRecording<T> {
  * through OpenTelemetry; this entry never loads OpenTelemetry itself.
  */
 export interface LeadershipInstrument {
-  begin(candidate: { readonly slot: number; readonly holder: string; readonly expiresAfter: number }): InstrumentRecording<LeadershipEvent>;
+  begin(candidate: InstrumentedCandidate): InstrumentRecording<LeadershipEvent>;
 }
 
 /** The same for the `instrument` option of `observeLeader` (`leaderMetrics` is one). */
@@ -24,9 +35,24 @@ export interface LeaderInstrument {
   begin(watch: { readonly slot: number }): InstrumentRecording<LeaderState>;
 }
 
-/** Checks an `instrument` option: an object with a `begin` method. */
+/** Checks an `instrument` option: an object with a `begin` method, or a list of them. */
 export function expectInstrument(value: unknown): void {
-  if (value !== undefined && typeof (value as { begin?: unknown } | null)?.begin !== 'function') {
-    throw argumentError(TypeError, 'instrument', 'an instrument with a begin method (leadershipMetrics() of observe-leadership/metrics, say)', value);
+  const each = Array.isArray(value) ? value : value === undefined ? [] : [value];
+  if (each.length === 0 && value !== undefined) throw argumentError(TypeError, 'instrument', 'an instrument or a non-empty list of them', value);
+  for (const instrument of each) {
+    if (typeof (instrument as { begin?: unknown } | null)?.begin !== 'function') {
+      throw argumentError(TypeError, 'instrument', 'an instrument with a begin method (leadershipMetrics() of observe-leadership/metrics, say)', value);
+    }
   }
+}
+
+/** Begins a recording with every instrument given (one, or a list), as one. */
+export function beginAll<C, T>(given: { begin(subject: C): InstrumentRecording<T> } | ReadonlyArray<{ begin(subject: C): InstrumentRecording<T> }> | undefined, subject: C): InstrumentRecording<T> | undefined {
+  if (given === undefined) return undefined;
+  const recordings = (Array.isArray(given) ? given : [given]).map((instrument) => instrument.begin(subject));
+  return {
+    record: (value) => recordings.forEach((recording) => recording.record(value)),
+    error: (error) => recordings.forEach((recording) => recording.error?.(error)),
+    end: () => recordings.forEach((recording) => recording.end()),
+  };
 }

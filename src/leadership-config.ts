@@ -49,11 +49,12 @@ export interface LeadershipConfig {
    */
   scheduler?: SchedulerLike;
   /**
-   * Records every candidate this stream makes, and what it emits: `leadershipMetrics()` of
-   * `observe-leadership/metrics` reports them through OpenTelemetry.
+   * Records every candidate this stream makes, and what it emits (one instrument, or a
+   * list): `leadershipHealth()` answers health checks, `leadershipMetrics()` of
+   * `observe-leadership/metrics` reports through OpenTelemetry.
    * @default none
    */
-  instrument?: LeadershipInstrument;
+  instrument?: LeadershipInstrument | readonly LeadershipInstrument[];
 }
 
 /** The configuration with every default applied and every value checked. */
@@ -66,7 +67,7 @@ export interface ResolvedLeadershipConfig {
   readonly holder: string | undefined;
   /** `undefined` when the store's kind decides. */
   readonly scheduler: SchedulerLike | undefined;
-  readonly instrument: LeadershipInstrument | undefined;
+  readonly instrument: LeadershipInstrument | readonly LeadershipInstrument[] | undefined;
 }
 
 export const MAX_HOLDER_LENGTH = 256;

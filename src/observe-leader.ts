@@ -2,7 +2,7 @@ import type { Database } from 'better-sqlite3';
 import { asyncScheduler, Observable, SchedulerLike, Subscription } from 'rxjs';
 import { expectConfig, expectDatabase, expectInteger, expectScheduler, isLeaseReader, MAX_DELAY } from './argument-check';
 import { LeadershipError } from './leadership-error';
-import { expectInstrument, LeaderInstrument } from './instrument';
+import { beginAll, expectInstrument, LeaderInstrument } from './instrument';
 import { monotonicScheduler } from './campaign/monotonic-scheduler';
 import { Eventually, isPromiseLike, LeaseReader, LeaseView } from './store/lease-store';
 import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
@@ -31,7 +31,7 @@ export interface ObserveLeaderConfig {
    * reports it through OpenTelemetry.
    * @default none
    */
-  instrument?: LeaderInstrument;
+  instrument?: LeaderInstrument | readonly LeaderInstrument[];
 }
 
 /** Who holds a slot, as an observer sees it at one moment. */
@@ -82,7 +82,7 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
 
   return new Observable<LeaderState>((subscriber) => {
     const store = reader ?? sqliteLeaseStore(db as Database);
-    const recording = instrument?.begin({ slot });
+    const recording = beginAll(instrument, { slot });
     let timer: Subscription | undefined;
     let last: LeaderState | undefined;
     /** Whether a look is in flight, and whether another was asked for meanwhile. */

@@ -6,6 +6,7 @@ import { Campaign } from './campaign/campaign';
 import { monotonicScheduler } from './campaign/monotonic-scheduler';
 import { enrollCandidate } from './candidate-registry';
 import { LeadershipConfig, resolveLeadershipConfig } from './leadership-config';
+import { beginAll } from './instrument';
 import { LeadershipEvent } from './leadership-event';
 import { LeaseStore } from './store/lease-store';
 import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
@@ -55,14 +56,17 @@ export function observeLeadership(db: Database | LeaseStore, config?: Leadership
       subscriber.error(error);
       return;
     }
-    const recording = instrument?.begin({ slot, holder, expiresAfter: timing.expiresAfter });
+    const recording = beginAll(instrument, { slot, holder, ...timing });
     const observer = recording
       ? {
           next: (event: LeadershipEvent) => {
             if (!subscriber.closed) recording.record(event);
             subscriber.next(event);
           },
-          error: (error: unknown) => subscriber.error(error),
+          error: (error: unknown) => {
+            if (!subscriber.closed) recording.error?.(error);
+            subscriber.error(error);
+          },
         }
       : subscriber;
     const campaign = new Campaign(store, slot, holder, timing, observer, scheduler);

@@ -1,0 +1,34 @@
+// A health endpoint for readiness and liveness probes: GET /healthz answers 200 while this
+// process's candidate is healthy (following normally, or leading with a lease that stands)
+// and 503 when it is not (its database calls have failed for longer than failingAfter, it
+// believes it leads past its lease, or its stream ended), with the report as JSON.
+// GET /leader answers 200 only in the leader: a readiness probe for a Service that routes
+// to the leader alone.
+//   node examples/healthz.js /tmp/jobs.db 8080
+'use strict';
+const { createServer } = require('node:http');
+const Database = require('better-sqlite3');
+const { fromEvent, merge, take, takeUntil } = require('rxjs');
+const { leadershipHealth, observeLeadership } = require('observe-leadership');
+
+const file = process.argv[2] ?? 'jobs.db';
+const port = Number(process.argv[3] ?? 8080);
+const db = new Database(file, { timeout: 1_000 });
+db.pragma('journal_mode = WAL');
+
+const health = leadershipHealth({ failingAfter: 30_000 });
+const stop$ = merge(fromEvent(process, 'SIGINT'), fromEvent(process, 'SIGTERM')).pipe(take(1));
+observeLeadership(db, { instrument: health })
+  .pipe(takeUntil(stop$))
+  .subscribe({
+    next: (event) => console.log(`${event.type}${event.term === undefined ? '' : ` term ${event.term}`}`),
+    error: (error) => console.error(`leadership ended: ${error.code} ${error.message}`),
+    complete: () => server.close(),
+  });
+
+const server = createServer((request, response) => {
+  const report = health.check();
+  const ok = request.url === '/leader' ? report.leading : report.healthy;
+  response.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(`${JSON.stringify(report)}\n`);
+});
+server.listen(port, '127.0.0.1', () => console.log(`health on http://127.0.0.1:${port}/healthz`));

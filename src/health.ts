@@ -1,0 +1,124 @@
+import { expectConfig, expectInteger, MAX_DELAY } from './argument-check';
+import type { InstrumentRecording, LeadershipInstrument } from './instrument';
+import type { LeadershipEvent } from './leadership-event';
+
+/** Options of {@link leadershipHealth}. */
+export interface LeadershipHealthOptions {
+  /**
+   * Ms of database errors in a row after which a candidate counts as failing: errors
+   * shorter than that (a restart of the server, a lock) are what campaigns ride out.
+   * @default 30_000
+   */
+  failingAfter?: number;
+}
+
+/** One candidate's health, as {@link LeadershipHealth.check} reports it. */
+export interface CandidateHealth {
+  readonly slot: number;
+  readonly holder: string;
+  /**
+   * `leading`: it leads and its lease, renewed in time, still stands; `following`: it
+   * campaigns and reaches the database; `failing`: its calls have failed for longer than
+   * `failingAfter`; `stale`: it believes it leads past its lease's end (its process or
+   * event loop stalled); `ended`: its stream ended with an error that cannot heal.
+   */
+  readonly status: 'leading' | 'following' | 'failing' | 'stale' | 'ended';
+  readonly healthy: boolean;
+  /** The error behind `failing` or `ended`, as `CODE: message`. */
+  readonly reason?: string;
+}
+
+/** What {@link LeadershipHealth.check} answers: healthy when every candidate is. */
+export interface HealthReport {
+  readonly healthy: boolean;
+  /** Whether one of the candidates leads (for a readiness probe that routes to the leader). */
+  readonly leading: boolean;
+  readonly candidates: readonly CandidateHealth[];
+}
+
+/** A health check fed by `observeLeadership`'s `instrument` option; see {@link leadershipHealth}. */
+export interface LeadershipHealth extends LeadershipInstrument {
+  /** The health of every candidate subscribed now (and of those whose stream ended in error), at `now` (Unix ms). */
+  check(now?: number): HealthReport;
+}
+
+interface Tracked {
+  readonly slot: number;
+  readonly holder: string;
+  /** Longest ms between two calls of a healthy campaign: a quiet gap that long ends an error streak. */
+  readonly quiet: number;
+  expiresAt?: number;
+  errorsSince?: number;
+  lastError?: { at: number; reason: string };
+  ended?: string;
+}
+
+/**
+ * A health check for readiness and liveness probes: pass it as `instrument` to the
+ * candidates it should watch, and call `check()` from your `/healthz` handler. A candidate
+ * is healthy while it follows normally or leads with a lease that still stands; it is not
+ * when its database calls have failed in a row for longer than `failingAfter`, when it
+ * believes it leads past its lease (stalled), or when its stream ended with an error.
+ * `check()` reads what the events said; it never touches the database.
+ *
+ * @example
+ * ```ts
+ * import { createServer } from 'node:http';
+ * import { leadershipHealth, observeLeadership } from 'observe-leadership';
+ *
+ * const health = leadershipHealth();
+ * observeLeadership(db, { instrument: health }).subscribe();
+ * createServer((request, response) => {
+ *   const report = health.check();
+ *   response.writeHead(report.healthy ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(report));
+ * }).listen(8080);
+ * ```
+ */
+export function leadershipHealth(options: LeadershipHealthOptions = {}): LeadershipHealth {
+  expectConfig(options, ['failingAfter']);
+  const { failingAfter = 30_000 } = options;
+  expectInteger('failingAfter', failingAfter, 1, MAX_DELAY);
+  const tracked = new Set<Tracked>();
+
+  const begin: LeadershipHealth['begin'] = ({ slot, holder, renewEvery, retryEvery }): InstrumentRecording<LeadershipEvent> => {
+    const candidate: Tracked = { slot, holder, quiet: 2 * Math.max(renewEvery, retryEvery) };
+    tracked.add(candidate);
+    return {
+      record: (event) => {
+        const now = Date.now();
+        if (event.type === 'error') {
+          // A streak goes on while errors come closer together than a healthy campaign's calls.
+          const inStreak = candidate.lastError !== undefined && now - candidate.lastError.at <= candidate.quiet;
+          if (!inStreak) candidate.errorsSince = now;
+          candidate.lastError = { at: now, reason: `${event.error.code}: ${event.error.message}` };
+          return;
+        }
+        candidate.errorsSince = undefined; // the database answered
+        candidate.expiresAt = event.type === 'lost' ? undefined : event.expiresAt;
+      },
+      error: (error) => {
+        const { code, message } = error as { code?: string; message?: string };
+        candidate.ended = `${code ?? 'ERROR'}: ${message ?? String(error)}`;
+      },
+      end: () => {
+        if (candidate.ended === undefined) tracked.delete(candidate);
+      },
+    };
+  };
+
+  const check = (now = Date.now()): HealthReport => {
+    const candidates = [...tracked].map((candidate): CandidateHealth => {
+      const { slot, holder, expiresAt, errorsSince, lastError, ended } = candidate;
+      const of = (status: CandidateHealth['status'], healthy: boolean, reason?: string): CandidateHealth =>
+        reason === undefined ? { slot, holder, status, healthy } : { slot, holder, status, healthy, reason };
+      if (ended !== undefined) return of('ended', false, ended);
+      const streak = errorsSince !== undefined && lastError !== undefined && now - lastError.at <= candidate.quiet;
+      if (streak && now - errorsSince >= failingAfter) return of('failing', false, lastError.reason);
+      if (expiresAt !== undefined) return now <= expiresAt ? of('leading', true) : of('stale', false, `its lease ended ${now - expiresAt} ms ago`);
+      return of('following', true);
+    });
+    return { healthy: candidates.every((c) => c.healthy), leading: candidates.some((c) => c.status === 'leading'), candidates };
+  };
+
+  return { begin, check };
+}
