@@ -69,6 +69,32 @@ describe('the observe-leadership command', () => {
     });
   });
 
+  describe('--prometheus', () => {
+    it('prints the state in Prometheus text format, under the names of leaderMetrics(), for status and at each change for watch', async () => {
+      const watcher = start('watch', file.file, '--poll-every', '100', '--prometheus');
+      const worker = observeLeadership(file.open(), { holder: 'worker-"1"' }).subscribe();
+      try {
+        const { code, output } = await cli('status', file.file, '--prometheus');
+        expect(code).toBe(0);
+        const lines = output.trim().split('\n');
+        expect(lines).toContain('# TYPE leadership_observed_leader gauge');
+        expect(lines).toContain('leadership_observed_leader{leadership_slot="0",leadership_holder="worker-\\"1\\""} 1');
+        expect(lines).toContain('leadership_observed_term{leadership_slot="0",leadership_holder="worker-\\"1\\""} 1');
+        expect(lines.find((line) => line.startsWith('leadership_observed_lease_expires_in_seconds{leadership_slot="0"} '))).toMatch(/ [1-5]\d\.\d+$/);
+        // Every sample line is a name, labels and a number.
+        for (const line of lines.filter((l) => !l.startsWith('#'))) expect(line).toMatch(/^[a-z_]+\{[^}]*\} -?\d+(\.\d+)?$/);
+        await watcher.shows(/leadership_observed_leader\{leadership_slot="0",leadership_holder="worker-\\"1\\""\} 1/);
+      } finally {
+        worker.unsubscribe();
+      }
+      await watcher.shows(/leadership_observed_leader\{leadership_slot="0"\} 0/);
+      expect(await cli('status', file.file, '--prometheus')).toEqual({ code: 0, output: expect.stringContaining('leadership_observed_leader{leadership_slot="0"} 0') });
+      expect(await cli('status', file.file, '--json', '--prometheus')).toEqual({ code: 2, output: expect.stringContaining('--json or --prometheus, not both') });
+      watcher.process.kill('SIGINT');
+      expect(await watcher.exited).toBe(0);
+    });
+  });
+
   describe('watch', () => {
     it('prints each change of hands until Ctrl-C, then exits 0', async () => {
       const watcher = start('watch', file.file, '--poll-every', '100');

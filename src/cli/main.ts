@@ -10,9 +10,9 @@ const usage = `usage: observe-leadership <command> <database> [options]
   <database> is the path of a SQLite file, or a postgres:// URL (with --schema S
   and --table T when not public.worker_leadership)
 
-  status <db> [--slot N] [--json]
+  status <db> [--slot N] [--json | --prometheus]
       who holds the slot, for which term, until when, and whether the lease is live
-  watch <db> [--slot N] [--poll-every MS]
+  watch <db> [--slot N] [--poll-every MS] [--prometheus]
       a line each time the slot changes hands, is renewed, or runs out, until Ctrl-C
   run <db> [--slot N] [--renew-every MS] [--expires-after MS] [--retry-every MS] [--grace MS] -- <command...>
       campaign, and run the command only while leading; its environment has

@@ -1,4 +1,5 @@
-import { exitCode, integerOption, parseArguments } from './cli-arguments';
+import { CliError, exitCode, integerOption, parseArguments } from './cli-arguments';
+import { prometheusText } from './prometheus-text';
 import { noTableError, openDatabase } from './open-database';
 import { describeDuration } from './time-text';
 
@@ -14,11 +15,12 @@ export interface SlotStatus {
 }
 
 /**
- * `status <db> [--slot N] [--json]`: who holds the slot, for which term, until when. On
- * PostgreSQL, the time left is the server's to say.
+ * `status <db> [--slot N] [--json | --prometheus]`: who holds the slot, for which term,
+ * until when. On PostgreSQL, the time left is the server's to say.
  */
 export async function statusCommand(argv: readonly string[], print: (line: string) => void): Promise<number> {
-  const parsed = parseArguments(argv, ['slot', 'schema', 'table'], ['json']);
+  const parsed = parseArguments(argv, ['slot', 'schema', 'table'], ['json', 'prometheus']);
+  if (parsed.options.has('json') && parsed.options.has('prometheus')) throw new CliError(exitCode.usage, '--json or --prometheus, not both');
   const slot = integerOption(parsed, 'slot', 0, 0, Number.MAX_SAFE_INTEGER) as number;
   const db = await openDatabase(parsed, { readonly: true });
   try {
@@ -29,6 +31,8 @@ export async function statusCommand(argv: readonly string[], print: (line: strin
       : { slot, holder: null, term: null, expiresAt: null, expiresIn: null, live: false };
     if (parsed.options.has('json')) {
       print(JSON.stringify(status));
+    } else if (parsed.options.has('prometheus')) {
+      print(prometheusText(status).trimEnd());
     } else {
       for (const line of statusLines(status)) print(line);
     }

@@ -3,23 +3,33 @@ import { MAX_DELAY } from '../argument-check';
 import { LeaderState, observeLeader } from '../observe-leader';
 import { exitCode, integerOption, parseArguments } from './cli-arguments';
 import { openDatabase } from './open-database';
+import { prometheusText } from './prometheus-text';
 import { timeOfDay } from './time-text';
 
 /**
- * `watch <db> [--slot N]`: a line each time the slot changes hands, is renewed, or runs
- * out, until `stop` emits (Ctrl-C). Plain lines, so that it reads the same piped to a file.
+ * `watch <db> [--slot N] [--prometheus]`: a line each time the slot changes hands, is
+ * renewed, or runs out, until `stop` emits (Ctrl-C). Plain lines, so that it reads the same
+ * piped to a file; with `--prometheus`, the state in Prometheus text format at each change.
  */
 export async function watchCommand(argv: readonly string[], print: (line: string) => void, stop: Observable<unknown>): Promise<number> {
-  const parsed = parseArguments(argv, ['slot', 'poll-every', 'schema', 'table'], []);
+  const parsed = parseArguments(argv, ['slot', 'poll-every', 'schema', 'table'], ['prometheus']);
+  const prometheus = parsed.options.has('prometheus');
   const slot = integerOption(parsed, 'slot', 0, 0, Number.MAX_SAFE_INTEGER) as number;
   const pollEvery = integerOption(parsed, 'poll-every', 1_000, 1, MAX_DELAY) as number;
   const db = await openDatabase(parsed, { readonly: true });
-  if (!(await db.hasLeaseTable())) print(`(no candidate has campaigned on ${db.name} yet: waiting)`);
+  if (!prometheus && !(await db.hasLeaseTable())) print(`(no candidate has campaigned on ${db.name} yet: waiting)`);
   return new Promise((resolve) => {
     let previous: LeaderState | undefined;
     const subscription = observeLeader(db.source, { slot, pollEvery }).subscribe({
       next: (state) => {
-        print(`${timeOfDay(Date.now())}  slot ${slot}  ${describeChange(previous, state)}`);
+        if (prometheus) {
+          // A whole exposition at each change, then a blank line. The lease's time left is
+          // left out: on PostgreSQL only the server's clock can say it.
+          const live = state.holder !== null;
+          print(prometheusText({ ...state, expiresIn: null, live }));
+        } else {
+          print(`${timeOfDay(Date.now())}  slot ${slot}  ${describeChange(previous, state)}`);
+        }
         previous = state;
       },
       error: (error: Error) => {
