@@ -1,0 +1,94 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const root = join(__dirname, '..');
+
+/** README.md and every Markdown file under docs/, as paths relative to the repository. */
+function documents(): string[] {
+  const found = ['README.md'];
+  const walk = (folder: string) => {
+    if (!existsSync(join(root, folder))) return;
+    for (const entry of readdirSync(join(root, folder), { withFileTypes: true })) {
+      const path = join(folder, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith('.md')) found.push(path);
+    }
+  };
+  walk('docs');
+  return found;
+}
+
+/** The fenced code blocks of a Markdown text: their info string, first line number and code. */
+function codeBlocks(text: string): Array<{ info: string; line: number; code: string }> {
+  const blocks: Array<{ info: string; line: number; code: string }> = [];
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^```(\S.*)?$/.exec(lines[i]);
+    if (!open) continue;
+    const start = i;
+    while (++i < lines.length && lines[i] !== '```');
+    blocks.push({ info: (open[1] ?? '').trim(), line: start + 1, code: lines.slice(start + 1, i).join('\n') });
+  }
+  return blocks;
+}
+
+const all = documents().flatMap((document) => codeBlocks(readFileSync(join(root, document), 'utf8')).map((block) => ({ document, ...block })));
+
+// What the documentation shows must be what the package does: its TypeScript compiles
+// against the built package's types, and its commands name scripts and files that exist.
+describe('code in README.md and docs/', () => {
+  it('type-checks every ```ts block against the built package (```ts partial blocks excepted)', () => {
+    const blocks = all.filter((block) => block.info === 'ts');
+    expect(blocks.length).toBeGreaterThanOrEqual(5);
+    const project = mkdtempSync(join(tmpdir(), 'observe-leadership-docs-'));
+    try {
+      mkdirSync(join(project, 'node_modules', '@types'), { recursive: true });
+      symlinkSync(root, join(project, 'node_modules', 'observe-leadership'));
+      for (const dependency of ['better-sqlite3', 'rxjs', 'pg', '@opentelemetry', '@types/better-sqlite3', '@types/node', '@types/pg']) {
+        symlinkSync(join(root, 'node_modules', dependency), join(project, 'node_modules', dependency));
+      }
+      writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'docs', private: true }));
+      const files = blocks.map((block, i) => {
+        const file = `block-${i}.ts`;
+        // Each block is a module of its own, whether or not it imports anything.
+        writeFileSync(join(project, file), `${block.code}\nexport {};\n`);
+        return file;
+      });
+      /** `block-N.ts(line,column)` as the document's own line and column. */
+      const where = (_: string, index: string, line: string, column: string) => {
+        const block = blocks[Number(index)];
+        return `${block.document}:${block.line + Number(line)}:${column}`;
+      };
+      const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+      const options = ['--noEmit', '--strict', '--module', 'node16', '--moduleResolution', 'node16', '--target', 'es2022', '--esModuleInterop', '--skipLibCheck'];
+      let messages = '';
+      try {
+        execFileSync(process.execPath, [tsc, ...options, ...files], { cwd: project, encoding: 'utf8' });
+      } catch (error) {
+        messages = (error as { stdout: string }).stdout.replace(/block-(\d+)\.ts\((\d+),(\d+)\)/g, where);
+      }
+      expect(messages).toBe('');
+    } finally {
+      rmSync(project, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('names, in every ```sh block, npm scripts and files of this repository that exist', () => {
+    const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    const commands = all
+      .filter((block) => block.info === 'sh')
+      .flatMap((block) => block.code.split('\n').map((line) => ({ where: `${block.document}:${block.line}`, command: line.replace(/\s+#.*$/, '').trim() })))
+      .filter(({ command }) => command !== '');
+    expect(commands.length).toBeGreaterThan(5);
+    const missing = commands.flatMap(({ where, command }) => {
+      const script = /^npm (?:run ([\w:-]+)|(start|test))\b/.exec(command);
+      if (script) return scripts[script[1] ?? script[2]] === undefined ? [`${where}: ${command}`] : [];
+      const file = /^node (\S+)/.exec(command);
+      if (file) return existsSync(join(root, file[1])) ? [] : [`${where}: ${command}`];
+      return [];
+    });
+    expect(missing).toEqual([]);
+  });
+});
