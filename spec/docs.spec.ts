@@ -91,4 +91,31 @@ describe('code in README.md and docs/', () => {
     });
     expect(missing).toEqual([]);
   });
+
+  it('links only to files and headings that exist', () => {
+    /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
+    const slug = (heading: string) => heading.toLowerCase().replace(/[^\p{L}\p{N}_\- ]/gu, '').replace(/ /g, '-');
+    const anchorsOf = (file: string) =>
+      new Set(
+        readFileSync(file, 'utf8')
+          .split('\n')
+          .filter((line) => /^#{1,6} /.test(line))
+          .map((line) => slug(line.replace(/^#+ /, ''))),
+      );
+    const broken: string[] = [];
+    let links = 0;
+    for (const document of documents()) {
+      const text = readFileSync(join(root, document), 'utf8').replace(/```[\s\S]*?```/g, '');
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/.test(target)) continue; // https:, mailto:
+        links++;
+        const [path, anchor] = target.split('#');
+        const file = path === '' ? join(root, document) : join(root, document, '..', path);
+        if (!existsSync(file)) broken.push(`${document}: ${target} (no such file)`);
+        else if (anchor !== undefined && file.endsWith('.md') && !anchorsOf(file).has(anchor)) broken.push(`${document}: ${target} (no such heading)`);
+      }
+    }
+    expect(links).toBeGreaterThan(20);
+    expect(broken).toEqual([]);
+  });
 });

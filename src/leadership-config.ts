@@ -20,7 +20,7 @@ export interface LeadershipConfig {
    * How often a follower tries again when nobody can watch for releases, and how soon a
    * leader retries a renewal that failed. A follower that sees a live lease also aims its
    * next attempt just after that lease's expiry, so a crashed leader whose death nobody
-   * could prove (see README, "How it works") is replaced at expiry
+   * could prove (see docs/how-it-works.md) is replaced at expiry
    * whatever this value; while a few followers stand by for releases, followers poll only
    * every `renewEvery`. One attempt reads two tiny tables: microseconds of work.
    * @default 1_000

@@ -15,7 +15,7 @@ export interface LeadershipMetricsOptions {
   attributes?: Attributes;
 }
 
-/** The instruments' names; README's metric table gives their types, units and attributes. */
+/** The instruments' names; docs/metrics-and-health.md gives their types, units and attributes. */
 export const metricNames = {
   leader: 'leadership.leader',
   term: 'leadership.term',

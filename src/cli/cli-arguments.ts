@@ -1,4 +1,4 @@
-/** What went wrong, as the process exit code says it (documented in README). */
+/** What went wrong, as the process exit code says it (documented in docs/command-line.md). */
 export const exitCode = {
   ok: 0,
   failed: 1,

@@ -38,7 +38,7 @@ interface OpenEndpoint {
  * follower first reached, same inode) is refused, so nobody listens there any more.
  *
  * An endpoint is trusted only if its file is a socket owned by the database file's owner,
- * in the database's folder (see README: who may write that folder may disturb it). Anything
+ * in the database's folder (see docs/how-it-works.md: who may write that folder may disturb it). Anything
  * unexpected (no file, a file of another owner, an endpoint never reached, a path too long,
  * a folder that cannot be written) proves nothing: followers then wait for the lease, as
  * if there were no endpoints. Nothing here waits for time: each probe follows the answer
