@@ -61,5 +61,6 @@ export function fenced<T>(
 
 /** A lease store whose fenced work is asynchronous and gets a client: PostgreSQL's. */
 export interface FencingStore<Client> {
+  /** Runs `work` in one transaction that first checks that `lease` still holds (see {@link fenced}). */
   fenced<T>(lease: Lease, work: (client: Client) => Promise<T>): Promise<T>;
 }

@@ -14,7 +14,9 @@ export interface LeadershipHealthOptions {
 
 /** One candidate's health, as {@link LeadershipHealth.check} reports it. */
 export interface CandidateHealth {
+  /** Its election. */
   readonly slot: number;
+  /** Who it is. */
   readonly holder: string;
   /**
    * `leading`: it leads and its lease, renewed in time, still stands; `following`: it
@@ -23,6 +25,7 @@ export interface CandidateHealth {
    * event loop stalled); `ended`: its stream ended with an error that cannot heal.
    */
   readonly status: 'leading' | 'following' | 'failing' | 'stale' | 'ended';
+  /** `true` for `leading` and `following`. */
   readonly healthy: boolean;
   /** The error behind `failing` or `ended`, as `CODE: message`. */
   readonly reason?: string;
@@ -30,9 +33,11 @@ export interface CandidateHealth {
 
 /** What {@link LeadershipHealth.check} answers: healthy when every candidate is. */
 export interface HealthReport {
+  /** Whether every candidate is healthy (`true` when there is none). */
   readonly healthy: boolean;
   /** Whether one of the candidates leads (for a readiness probe that routes to the leader). */
   readonly leading: boolean;
+  /** Each candidate subscribed now, and each whose stream ended with an error. */
   readonly candidates: readonly CandidateHealth[];
 }
 

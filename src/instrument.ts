@@ -4,6 +4,7 @@ import { argumentError } from './argument-check';
 
 /** What an instrument records of one subscription: each value it emits, then its end. */
 export interface InstrumentRecording<T> {
+  /** The subscription emitted `value`. */
   record(value: T): void;
   /** The stream ends with this error (one that cannot heal); `end` follows. */
   error?(error: unknown): void;
@@ -13,10 +14,15 @@ export interface InstrumentRecording<T> {
 
 /** A candidate as an instrument is told of it: its slot, its holder and its timing. */
 export interface InstrumentedCandidate {
+  /** Its election. */
   readonly slot: number;
+  /** Who it is. */
   readonly holder: string;
+  /** Its config's `renewEvery`, in ms. */
   readonly renewEvery: number;
+  /** Its config's `expiresAfter`, in ms. */
   readonly expiresAfter: number;
+  /** Its config's `retryEvery`, in ms. */
   readonly retryEvery: number;
 }
 
@@ -27,11 +33,13 @@ export interface InstrumentedCandidate {
  * through OpenTelemetry; this entry never loads OpenTelemetry itself.
  */
 export interface LeadershipInstrument {
+  /** A subscription made `candidate`: what to tell of it. */
   begin(candidate: InstrumentedCandidate): InstrumentRecording<LeadershipEvent>;
 }
 
 /** The same for the `instrument` option of `observeLeader` (`leaderMetrics` is one). */
 export interface LeaderInstrument {
+  /** A subscription watches `watch.slot`: what to tell of it. */
   begin(watch: { readonly slot: number }): InstrumentRecording<LeaderState>;
 }
 

@@ -51,9 +51,11 @@ const transientCodes: ReadonlySet<LeadershipErrorCode> = new Set(['DATABASE_BUSY
  * the others end the stream with an error notification.
  */
 export class LeadershipError extends Error {
+  /** Always `'LeadershipError'`. */
   override readonly name = 'LeadershipError';
 
   constructor(
+    /** What went wrong, as a string that stays the same across versions (see {@link LeadershipErrorCode}). */
     readonly code: LeadershipErrorCode,
     message: string,
     options?: { cause?: unknown },

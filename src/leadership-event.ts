@@ -12,6 +12,7 @@ export interface Lease {
 
 /** This candidate took the slot: a new tenure begins. */
 export interface ElectedEvent extends Lease {
+  /** Which event: `'elected'`. */
   readonly type: 'elected';
   /**
    * Unix ms, on this candidate's clock (`scheduler.now()`): the end of its belief that it
@@ -23,6 +24,7 @@ export interface ElectedEvent extends Lease {
 
 /** The leader extended its lease; same tenure, same term. */
 export interface RenewedEvent extends Lease {
+  /** Which event: `'renewed'`. */
   readonly type: 'renewed';
   /** Unix ms, on this candidate's clock: the new end of the lease (see `ElectedEvent`). */
   readonly expiresAt: number;
@@ -37,15 +39,21 @@ export type LostReason = 'superseded' | 'expired' | (string & {});
 
 /** The tenure ended. The candidate goes on campaigning. */
 export interface LostEvent extends Lease {
+  /** Which event: `'lost'`. */
   readonly type: 'lost';
+  /** Why the tenure ended. */
   readonly reason: LostReason;
 }
 
 /** A transient database error; the campaign carries on. */
 export interface LeadershipErrorEvent {
+  /** Which event: `'error'`. */
   readonly type: 'error';
+  /** The candidate's election. */
   readonly slot: number;
+  /** The candidate. */
   readonly holder: string;
+  /** What failed; `error.transient` is `true`. */
   readonly error: LeadershipError;
 }
 

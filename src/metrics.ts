@@ -16,7 +16,7 @@ export interface LeadershipMetricsOptions {
 }
 
 /** The instruments' names; docs/metrics-and-health.md gives their types, units and attributes. */
-export const metricNames = {
+const metricNames = {
   leader: 'leadership.leader',
   term: 'leadership.term',
   elections: 'leadership.elections',

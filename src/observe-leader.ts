@@ -36,6 +36,7 @@ export interface ObserveLeaderConfig {
 
 /** Who holds a slot, as an observer sees it at one moment. */
 export interface LeaderState {
+  /** Which election. */
   readonly slot: number;
   /** The leader: the holder of a lease that has not expired; `null` when nobody leads. */
   readonly holder: string | null;

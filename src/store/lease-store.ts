@@ -2,8 +2,11 @@ import { Lease } from '../leadership-event';
 
 /** A slot's row as stored: who holds it, for which term, until when (Unix ms, by the store's clock). */
 export interface LeaseRecord {
+  /** The candidate that holds it. */
   readonly holder: string;
+  /** Its tenure's term. */
   readonly term: number;
+  /** When the lease ends unless renewed. */
   readonly expiresAt: number;
 }
 
@@ -61,11 +64,13 @@ export function isTenure(lease: Pick<Lease, 'holder' | 'term'>, tenure: Lease | 
 export interface TenureWatch {
   /** Whether it still watches; once it stops without a word, only the lease is left to go by. */
   readonly watching: boolean;
+  /** Stops watching. */
   close(): void;
 }
 
 /** A slot's lease as seen at one moment, with the time it had left then. */
 export interface LeaseView {
+  /** The row. */
   readonly lease: LeaseRecord;
   /**
    * Ms from that moment to the lease's expiry, by the store's clock (negative when it has
@@ -77,6 +82,7 @@ export interface LeaseView {
 
 /** What an acquire attempt found: whether it won, and the slot's lease after the attempt. */
 export interface AcquireResult extends LeaseView {
+  /** Whether this attempt took the slot. */
   readonly acquired: boolean;
 }
 
@@ -86,9 +92,11 @@ export interface AcquireResult extends LeaseView {
  * changes.
  */
 export interface LeaseReader {
+  /** Whose clock times what is stored (see {@link LeaseStore.clock}). */
   readonly clock: 'candidate' | 'server';
   /** The slot's lease, expired or not, or `undefined` when there is none. `now` is the caller's clock. */
   look(slot: number, now: number): Eventually<LeaseView | undefined>;
+  /** Calls `listener` when a slot may have changed hands (see {@link LeaseStore.watch}); returns the way to stop. */
   watch(listener: (origin: ChangeOrigin) => void, options?: WatchOptions): () => void;
 }
 

@@ -143,7 +143,7 @@ const nothingYet = new Set(['42P01', '3F000']);
 const stores = new WeakMap<Pool, Map<string, PostgresLeaseStore>>();
 
 /**
- * The lease store of a PostgreSQL database, for {@link observeLeadership} and `fenced`:
+ * The lease store of a PostgreSQL database, for `observeLeadership` and `fenced`:
  * every candidate of every machine that shares the table takes part in one election.
  *
  * Everything stored is timed by the server's clock, so machines whose clocks disagree still
@@ -232,6 +232,7 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
   /** Releases that failed since `settled()` last reported. */
   private failedReleases: unknown[] = [];
 
+  /** @internal Made by {@link postgresLeaseStore}, one per pool and table. */
   constructor(
     private readonly pool: Pool,
     private readonly names: PostgresLeaseTable,
