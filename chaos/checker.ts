@@ -111,9 +111,8 @@ export function checkHistory(history: ChaosHistory, { slack = 1_000 }: CheckOpti
   for (const fault of faults.filter((f) => f.kind === 'cut-host' && f.holder !== undefined && !f.skipped)) {
     const before = records.filter((r) => r.pid === fault.pid && r.slot === fault.slot && r.term !== undefined && r.expiresAt !== undefined && r.at <= fault.at).at(-1);
     if (!before) continue;
-    const deadline = before.expiresAt!;
-    // Its last belief, renewals sent before the cut included, then its loss of that term.
-    const lastBelief = Math.max(deadline, ...records.filter((r) => r.pid === fault.pid && r.slot === fault.slot && r.term === before.term && r.expiresAt !== undefined).map((r) => r.expiresAt!));
+    // Its last belief (renewals that got through just before the cut included), then its loss of that term.
+    const lastBelief = Math.max(...records.filter((r) => r.pid === fault.pid && r.slot === fault.slot && r.term === before.term && r.expiresAt !== undefined).map((r) => r.expiresAt!));
     const lost = records.find((r) => r.pid === fault.pid && r.slot === fault.slot && r.term === before.term && r.type === 'lost' && r.at >= fault.at);
     if (!lost) continue; // stopped or killed otherwise meanwhile
     stepDown.push(lost.at - lastBelief);

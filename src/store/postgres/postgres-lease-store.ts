@@ -42,6 +42,9 @@ const channel = 'observe_leadership';
 
 const nothing = () => undefined;
 
+/** The key of `holder`'s standby place of `slot` among the places a store holds. */
+const placeOf = (slot: number, holder: string) => `${slot} ${holder}`;
+
 interface Privileges extends QueryResultRow {
   role: string;
   standby: boolean;
@@ -56,8 +59,6 @@ interface Privileges extends QueryResultRow {
  */
 interface Session {
   readonly client: PoolClient;
-  /** Whether a notification sent from another connection was seen here: LISTEN works. */
-  confirmed: boolean;
   /** Gives the connection back: destroyed after `error`, else after UNLISTEN, once the statements queued on it are done. */
   close(error?: Error): void;
 }
@@ -75,28 +76,28 @@ interface Row extends QueryResultRow {
   now: string;
 }
 
-function statementsFor(names: PostgresLeaseTable) {
-  const { table, termSequence } = qualifiedNames(names);
+function statementsFor({ table, termSequence }: { table: string; termSequence: string }) {
   // $3 is the lease's length: the server's clock sets its end. Taking a free, expired or own
   // row draws a new term from the sequence, evaluated under the row's lock, after every
   // tenure granted before. Observers that listen hear of the election when it commits.
-  const upsert = `INSERT INTO ${table} AS lease (slot, holder, expires_at, term)
-        SELECT $1, $2, clock.now + $3, nextval('${termSequence}') FROM (SELECT ${serverNow} AS now) AS clock
+  const upsert = ({ from = '', where = '' } = {}) => `INSERT INTO ${table} AS lease (slot, holder, expires_at, term)
+        SELECT $1, $2, clock.now + $3, nextval('${termSequence}') FROM ${from}(SELECT ${serverNow} AS now) AS clock ${where}
         ON CONFLICT (slot) DO UPDATE
           SET holder = excluded.holder, expires_at = excluded.expires_at, term = nextval('${termSequence}')
           WHERE lease.expires_at < excluded.expires_at - $3 OR lease.holder = excluded.holder
         RETURNING holder, term, expires_at, expires_at - $3 AS now`;
   return {
     read: `SELECT holder, term, expires_at, ${serverNow} AS now FROM ${table} WHERE slot = $1`,
-    take: `WITH taken AS (${upsert})
+    take: `WITH taken AS (${upsert()})
       SELECT holder, term, expires_at, now, pg_notify('${channel}', $4) FROM taken`,
     // The same for an attempt that every follower makes when a release is announced: only
     // the one that gets the slot's gate (an advisory lock held until the statement commits)
     // writes; the others learn it at once (`open` false) and step aside, rather than
     // queueing on the row one after the other. The gate only keeps the crowd off the row:
     // the compare-and-set alone decides who leads.
-    takeInCrowd: `WITH gate AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtextextended($5, $1)) AS open),
-      taken AS (${upsert.replace('FROM (SELECT', 'FROM gate, (SELECT').replace('AS clock', 'AS clock WHERE gate.open')})
+    // The gate's key is the election's payload (this table) and the slot.
+    takeInCrowd: `WITH gate AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtextextended($4, $1)) AS open),
+      taken AS (${upsert({ from: 'gate, ', where: 'WHERE gate.open' })})
       SELECT gate.open, taken.holder, taken.term, taken.expires_at, taken.now,
         CASE WHEN taken.holder IS NOT NULL THEN pg_notify('${channel}', $4) END AS notified
       FROM gate LEFT JOIN taken ON true`,
@@ -207,6 +208,8 @@ export function postgresLeaseStore(pool: Pool, config: PostgresLeaseStoreConfig 
 export class PostgresLeaseStore implements LeaseStore, LeaseReader {
   readonly clock = 'server';
   private readonly statements: ReturnType<typeof statementsFor>;
+  /** The table and its term sequence, quoted. */
+  private readonly qualified: { readonly table: string; readonly termSequence: string };
   /** What is announced on the channel: an election or a release of this table, and no other that shares the server. */
   private readonly payloads: { readonly elected: string; readonly released: string };
   private schemaReady: Promise<void> | undefined;
@@ -238,8 +241,9 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
     private readonly names: PostgresLeaseTable,
     private readonly queryTimeout: number,
   ) {
-    this.statements = statementsFor(names);
-    const { table } = qualifiedNames(names);
+    this.qualified = qualifiedNames(names);
+    this.statements = statementsFor(this.qualified);
+    const { table } = this.qualified;
     this.payloads = { elected: `elected ${table}`, released: `released ${table}` };
     // An idle connection closed by the server or the network is reported here, and would
     // end the process if nobody listened. The next operation simply takes another one.
@@ -277,7 +281,7 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
 
   /** The crowd's compare-and-set (see the statement); `DATABASE_BUSY` for those who did not get the gate. */
   private async takeInCrowd(slot: number, holder: string, expiresAfter: number): Promise<Row[]> {
-    const [result] = await this.query<Row & { open: boolean }>(this.statements.takeInCrowd, [slot, holder, expiresAfter, this.payloads.elected, this.payloads.elected]);
+    const [result] = await this.query<Row & { open: boolean }>(this.statements.takeInCrowd, [slot, holder, expiresAfter, this.payloads.elected]);
     if (!result.open) throw new LeadershipError('DATABASE_BUSY', 'Another candidate of the crowd is taking the slot');
     return result.holder === null ? [] : [result];
   }
@@ -308,7 +312,7 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
    * follower polls as a standby would.
    */
   standBy(slot: number, holder: string, _now: number, _expiresAfter: number, places: number): Promise<boolean> {
-    const key = `${slot} ${holder}`;
+    const key = placeOf(slot, holder);
     return this.operation(async () => {
       this.seekingPlaces++;
       try {
@@ -330,7 +334,7 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
 
   /** Gives up `holder`'s standby place of `slot`, if it has one. */
   leaveStandby(slot: number, holder: string): Promise<void> {
-    const key = `${slot} ${holder}`;
+    const key = placeOf(slot, holder);
     const place = this.places.get(key);
     const session = this.listening;
     if (place === undefined || session === undefined) return Promise.resolve();
@@ -353,9 +357,9 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
     return this.listeners.add(listener, options);
   }
 
-  /** Whether notifications are known to reach this process now (a notification made the round trip). */
+  /** Whether notifications are known to reach this process now: it listens, and a probe made the round trip. */
   isWatching(): boolean {
-    return this.listening?.confirmed === true;
+    return this.listening !== undefined && this.notificationsWork;
   }
 
   /**
@@ -490,12 +494,14 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
    */
   private mayCampaign(): Promise<void> {
     this.writable ??= (async () => {
-      const { table, termSequence } = qualifiedNames(this.names);
+      const { table, termSequence } = this.qualified;
       const [found] = await this.query<Privileges>(this.statements.privileges, [table, termSequence]);
       if (found.standby) {
         throw new LeadershipError('DATABASE_READONLY', 'The server is a standby, which accepts no writes: candidates must connect to the primary');
       }
-      const missing = [...(found.missing.length > 0 ? [`${found.missing.join(', ')} on ${table}`] : []), ...(found.sequence ? [] : [`USAGE on ${termSequence}`])];
+      const missing: string[] = [];
+      if (found.missing.length > 0) missing.push(`${found.missing.join(', ')} on ${table}`);
+      if (!found.sequence) missing.push(`USAGE on ${termSequence}`);
       if (missing.length > 0) {
         throw new LeadershipError(
           'DATABASE_READONLY',
@@ -547,7 +553,7 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
     let probed = false;
     // Taken in the store's turn: no statement of the store holds another connection meanwhile.
     const session = await this.onTurn(() => this.openSession((payload) => (probed ||= payload === probe)));
-    if (session === undefined || this.notificationsWork) return session && ((session.confirmed = true), session);
+    if (session === undefined || this.notificationsWork) return session;
     // From another connection, closed at once so that the store keeps to one; statements go
     // on meanwhile on the session.
     const notifier = await this.pool.connect();
@@ -561,14 +567,13 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
     if (this.listening !== session) return undefined;
     if (probed) {
       this.notificationsWork = true;
-      session.confirmed = true;
       return session;
     }
     this.notificationsUnavailable = true;
     session.close();
     process.emitWarning(
       `observe-leadership: notifications do not reach this connection (a pooler in transaction mode, such as PgBouncer's?): ` +
-        `followers and observers of ${qualifiedNames(this.names).table} poll instead`,
+        `followers and observers of ${this.qualified.table} poll instead`,
       { code: 'OBSERVE_LEADERSHIP_NO_NOTIFICATIONS' },
     );
     return undefined;
@@ -580,7 +585,6 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
     let closed = false;
     const session: Session = {
       client,
-      confirmed: false,
       close: (error?: Error) => {
         if (closed) return;
         closed = true;
