@@ -9,7 +9,8 @@ import { temporaryDatabase, TemporaryDatabase } from './support/temporary-databa
 
 // The OpenTelemetry SDK with its Prometheus exporter, as an application wires them, and a
 // real scrape of /metrics over HTTP.
-describe('metrics through OpenTelemetry, scraped by Prometheus', () => {
+// With better-sqlite3's defaults (journal_mode delete) and as we advise (WAL).
+describe.each(['delete', 'wal'] as const)('metrics through OpenTelemetry, scraped by Prometheus (journal_mode %s)', (journal) => {
   const timing = { renewEvery: 100, expiresAfter: 1_000, retryEvery: 100 };
   let file: TemporaryDatabase;
   let exporter: PrometheusExporter;
@@ -19,7 +20,7 @@ describe('metrics through OpenTelemetry, scraped by Prometheus', () => {
   let instrument: LeadershipInstrument | undefined;
 
   beforeEach(async () => {
-    file = temporaryDatabase();
+    file = temporaryDatabase(journal);
     port = await freePort();
     exporter = new PrometheusExporter({ host: '127.0.0.1', port, preventServerStart: true });
     await exporter.startServer();

@@ -41,7 +41,7 @@ describe.each(['transaction', 'session'] as const)('observeLeadership through Pg
 
   /** A candidate with a pool of its own through PgBouncer, and what it emitted. */
   const candidate = (holder: string) => {
-    const pool = new Pool({ connectionString: bouncerUrl(mode), connectionTimeoutMillis: 5_000 });
+    const pool = new Pool({ connectionString: bouncerUrl(mode) }); // pg's defaults, as a new user has them
     pools.push(pool);
     const store = postgresLeaseStore(pool, { schema: test.schema });
     const events: LeadershipEvent[] = [];
