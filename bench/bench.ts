@@ -184,13 +184,14 @@ function statementCosts(folder: string, calls: number, journal: JournalMode) {
     };
   };
   const now = Date.now();
-  store.acquire(0, 'a', now, 60_000);
+  const at = (ms: number) => ({ clock: 'bench', now: ms, wall: ms });
+  store.acquire(0, 'a', at(now), 60_000);
   const term = store.read(0)!.term;
   const results = {
     ours: {
-      renew: time((i) => store.renew({ slot: 0, holder: 'a', term }, now + i, 60_000)),
-      followerAttempt: time(() => store.acquire(0, 'b', now, 60_000)),
-      acquire: time((i) => store.acquire(1, 'a', now + i, 60_000)),
+      renew: time((i) => store.renew({ slot: 0, holder: 'a', term }, at(now + i), 60_000)),
+      followerAttempt: time(() => store.acquire(0, 'b', at(now), 60_000)),
+      acquire: time((i) => store.acquire(1, 'a', at(now + i), 60_000)),
     },
     baseline: {} as Record<string, { meanMicros: number; p99Millis: number; p999Millis: number; worstMillis: number }>,
   };

@@ -8,6 +8,8 @@
 export interface WorkerRecord {
   /** Unix ms, read by the worker when it reported. */
   at: number;
+  /** The host's CLOCK_MONOTONIC in ms when it reported, which no step of the wall clock moves. */
+  mono?: number;
   pid: number;
   /** The logical worker (w1, w2, ..., seed): restarts keep the name, not the pid. */
   worker?: string;
@@ -16,6 +18,8 @@ export interface WorkerRecord {
   holder?: string;
   term?: number;
   expiresAt?: number;
+  /** `expiresAt`, on the host's monotonic clock. */
+  monoExpiresAt?: number;
   reason?: string;
   seq?: number;
   code?: string;
@@ -76,18 +80,23 @@ export const uncommittedSeq = -2;
  * another holder can write only once `expires_at < now`, so on one clock two holders'
  * segments of one slot must never overlap. A report that comes after its own expiry (the
  * process paused between write and report) gives no segment: it never acted as leader.
+ * `clock` says which times to compare: the wall clock's, or where it steps, the host's
+ * monotonic clock's (`mono`, `monoExpiresAt`).
  */
-export function beliefSegments(records: WorkerRecord[]): BeliefSegment[] {
+export function beliefSegments(records: WorkerRecord[], clock: 'wall' | 'monotonic' = 'wall'): BeliefSegment[] {
   const segments: BeliefSegment[] = [];
+  const at = (record: WorkerRecord) => (clock === 'wall' ? record.at : (record.mono as number));
+  const expiresAt = (record: WorkerRecord) => (clock === 'wall' ? record.expiresAt : record.monoExpiresAt);
   for (const stream of groupBy(records, (record) => `${record.pid}/${record.slot ?? 0}`).values()) {
     let stop = Infinity;
     // Backwards, so that each write meets the next stop report of its own stream.
     for (const record of [...stream].reverse()) {
-      if (endsBelief.has(record.type)) stop = record.at;
-      if ((record.type !== 'elected' && record.type !== 'renewed') || record.expiresAt === undefined) continue;
-      const end = Math.min(record.expiresAt, stop);
-      if (end < record.at) continue;
-      segments.push({ pid: record.pid, slot: record.slot ?? 0, holder: record.holder!, term: record.term, start: record.at, end });
+      if (endsBelief.has(record.type)) stop = at(record);
+      const until = expiresAt(record);
+      if ((record.type !== 'elected' && record.type !== 'renewed') || until === undefined) continue;
+      const end = Math.min(until, stop);
+      if (end < at(record)) continue;
+      segments.push({ pid: record.pid, slot: record.slot ?? 0, holder: record.holder!, term: record.term, start: at(record), end });
     }
   }
   return segments.sort((a, b) => a.start - b.start);

@@ -81,10 +81,18 @@ export interface PostgresServerOptions {
    * @default false
    */
   own?: boolean;
+  /**
+   * Variables for the server's processes besides this one's (libfaketime's, for a server
+   * whose clock steps); implies `own`.
+   * @default none
+   */
+  environment?: Record<string, string>;
 }
 
 /** Starts a server of its own on a free port of 127.0.0.1, or returns the one named by the environment. */
-export async function startPostgresServer({ maxConnections = 300, fromNamespaces = false, own = false }: PostgresServerOptions = {}): Promise<PostgresServer> {
+export async function startPostgresServer(options: PostgresServerOptions = {}): Promise<PostgresServer> {
+  const { maxConnections = 300, fromNamespaces = false, environment } = options;
+  const own = options.own ?? environment !== undefined;
   const given = process.env[databaseUrlVariable];
   if (given && !own) return { url: given, stop: () => undefined };
   const bin = findBinaries();
@@ -93,7 +101,7 @@ export async function startPostgresServer({ maxConnections = 300, fromNamespaces
   if (user) chownSync(folder, user.uid, user.gid);
   const run = (program: string, args: string[]) => {
     const [command, ...prefix] = [...(user?.run ?? []), join(bin, program)];
-    execFileSync(command, [...prefix, ...args], { stdio: 'pipe', cwd: folder });
+    execFileSync(command, [...prefix, ...args], { stdio: 'pipe', cwd: folder, env: { ...process.env, ...environment } });
   };
   const data = join(folder, 'data');
   const port = await freePort();

@@ -11,14 +11,23 @@
 import { ulid } from 'ulid';
 import { seedStatements, seedTable } from './seed-statements';
 import { createInterface } from 'node:readline';
-import { openDatabase, report, reportUsage, WorkerOptions } from './worker';
+import { monotonicNow, openDatabase, report, reportUsage, WorkerOptions } from './worker';
 
 function main(): void {
   const { file, worker, renewEvery, expiresAfter, retryEvery, journal, busyTimeout } = JSON.parse(process.argv[2]) as WorkerOptions;
   const db = openDatabase(file!, { journal, busyTimeout, setupSql: seedTable }); // the original worker runs only on SQLite
   const holder = ulid();
   const seed = seedStatements(db, holder, expiresAfter);
-  const say = (record: Record<string, unknown>) => report({ worker, slot: 0, holder, ...record });
+  // It believes by the wall clock, as the original does: on the monotonic clock, its belief
+  // ends when the wall clock, as read now, reaches its expiry.
+  const say = (record: Record<string, unknown> & { expiresAt?: number }) =>
+    report({
+      worker,
+      slot: 0,
+      holder,
+      ...record,
+      ...(record.expiresAt !== undefined && { monoExpiresAt: monotonicNow() + record.expiresAt - Date.now() }),
+    });
 
   const attempt = <T>(statement: () => T, otherwise: T): T => {
     try {

@@ -65,7 +65,8 @@ export class WorkerProcess {
     if (!this.alive) return;
     if (signal === 'SIGKILL') {
       const at = Date.now();
-      for (const slot of this.holders.keys()) this.record({ at, pid: this.pid, type: 'killed', slot });
+      const mono = Number(process.hrtime.bigint()) / 1e6;
+      for (const slot of this.holders.keys()) this.record({ at, mono, pid: this.pid, type: 'killed', slot });
     }
     this.child.kill(signal);
   }

@@ -14,7 +14,7 @@ import Database from 'better-sqlite3';
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'pg';
-import { asyncScheduler, EMPTY, interval, map, Subscription, tap } from 'rxjs';
+import { asyncScheduler, EMPTY, ignoreElements, interval, map, merge, Subscription, tap } from 'rxjs';
 import { ElectedEvent, fenced, Lease, LeadershipEvent, LeaseStore, observeLeadership, whileLeader } from 'observe-leadership';
 import { postgresLeaseStore } from 'observe-leadership/postgres';
 import type { PostgresTarget } from './chaos-database';
@@ -33,6 +33,11 @@ export interface WorkerOptions {
   retryEvery: number;
   /** Ms between fenced ledger writes while leading; no writes if absent. */
   ledgerEvery?: number;
+  /**
+   * Ms between ticks of a job that `whileLeader` runs while leading, each reported (`tick`)
+   * by what follows `whileLeader`, where a side effect belongs; no ticks if absent.
+   */
+  tickEvery?: number;
   /** How the SQLite file is opened. @default 'delete', better-sqlite3's defaults */
   journal?: JournalMode;
   /** better-sqlite3's busy timeout. @default as `openDatabase` sets it for the journal mode */
@@ -139,8 +144,17 @@ export function openDatabase(file: string, { journal = 'delete', busyTimeout, se
   return db;
 }
 
+/** This host's CLOCK_MONOTONIC in ms, which a stepped wall clock leaves alone, and every process shares. */
+export function monotonicNow(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
+/**
+ * One JSON line: `at` by the wall clock (Unix ms, what the ledger and the faults use), and
+ * `mono` by the host's monotonic clock, on which beliefs are compared when wall clocks step.
+ */
 export function report(record: Record<string, unknown>): void {
-  process.stdout.write(`${JSON.stringify({ at: Date.now(), pid: process.pid, ...record })}\n`);
+  process.stdout.write(`${JSON.stringify({ at: Date.now(), mono: monotonicNow(), pid: process.pid, ...record })}\n`);
 }
 
 /**
@@ -155,13 +169,15 @@ export function reportUsage(extra: Record<string, unknown> = {}): void {
 
 function main(): void {
   const options = JSON.parse(process.argv[2]) as WorkerOptions;
-  const { file, postgres, worker = 'worker', slots = 1, ledgerEvery, journal, busyTimeout, clockOffset, ...timing } = options;
+  const { file, postgres, worker = 'worker', slots = 1, ledgerEvery, tickEvery, journal, busyTimeout, clockOffset, ...timing } = options;
   if (clockOffset) {
     const realNow = Date.now;
     Date.now = () => realNow() + clockOffset;
   }
   const db = postgres ? postgresWorkerDatabase(postgres, worker, timing.expiresAfter) : sqliteWorkerDatabase(file!, { journal, busyTimeout });
   const scheduler = clockOffset === undefined ? undefined : { now: () => Date.now(), schedule: asyncScheduler.schedule.bind(asyncScheduler) };
+  // The library's default clock otherwise: the process's monotonic time from its start.
+  const campaignClock = scheduler ?? { now: () => performance.timeOrigin + performance.now() };
   const lastLeases = new Map<number, ElectedEvent>();
   let subscriptions: Subscription[] = [];
   // A holder of its own for each subscription, as the default would be, but one that says
@@ -179,7 +195,10 @@ function main(): void {
     );
 
   const describe = (event: LeadershipEvent) =>
-    event.type === 'error' ? { ...event, error: undefined, code: event.error.code, message: event.error.message } : event;
+    event.type === 'error'
+      ? { ...event, error: undefined, code: event.error.code, message: event.error.message }
+      : // The belief's end on the host's monotonic clock too: the campaign's clock runs at its pace.
+        { ...event, ...('expiresAt' in event && { monoExpiresAt: event.expiresAt - campaignClock.now() + monotonicNow() }) };
 
   const subscribe = () => {
     holder = `${worker}.${process.pid}.${++round}`;
@@ -190,9 +209,15 @@ function main(): void {
             if (event.type === 'elected') lastLeases.set(slot, event);
             report({ worker, ...describe(event) });
           }),
-          whileLeader((lease) => (ledgerEvery ? interval(ledgerEvery).pipe(map((seq) => fencedWrite(lease, seq))) : EMPTY)),
+          whileLeader((lease) =>
+            merge(
+              ledgerEvery ? interval(ledgerEvery).pipe(tap((seq) => fencedWrite(lease, seq)), ignoreElements()) : EMPTY,
+              tickEvery ? interval(tickEvery).pipe(map(() => lease)) : EMPTY,
+            ),
+          ),
         )
         .subscribe({
+          next: (lease) => report({ worker, type: 'tick', slot, holder: lease.holder, term: lease.term }),
           error: (error) => report({ worker, type: 'terminated', slot, code: error.code, message: error.message }),
         }),
     );

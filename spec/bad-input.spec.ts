@@ -4,6 +4,7 @@ import { fenced, LeadershipEvent, observeLeader, observeLeadership } from '../sr
 import { sqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 import { virtualTime } from './support/virtual-time';
+import { at } from './support/clock-reading';
 
 // The catalogue of bad input, each with the answer a user gets. Bad config is in
 // leadership-config.spec.ts; a closed or read-only database and a table of another shape
@@ -159,7 +160,7 @@ describe('bad input: the database file', () => {
     // Nothing was created, and another connection can still take part.
     const other = rollbackFile.open();
     expect(other.prepare(`SELECT count(*) FROM sqlite_master WHERE name = 'worker_leadership'`).pluck().get()).toBe(0);
-    expect(sqliteLeaseStore(other).acquire(0, 'b', 1, 100).acquired).toBe(true);
+    expect(sqliteLeaseStore(other).acquire(0, 'b', at(1), 100).acquired).toBe(true);
     rollbackFile.remove();
   });
 

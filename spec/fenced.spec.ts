@@ -3,6 +3,7 @@ import { fenced, LeadershipError } from '../src';
 import { sqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
 import { virtualTime } from './support/virtual-time';
 import { temporaryDatabase } from './support/temporary-database';
+import { at } from './support/clock-reading';
 
 describe('fenced', () => {
   let db: Database.Database;
@@ -14,7 +15,7 @@ describe('fenced', () => {
   beforeEach(() => {
     db = new Database(':memory:');
     db.exec('CREATE TABLE jobs (name TEXT)');
-    sqliteLeaseStore(db).acquire(0, 'a', 0, 30); // term 1, until 30
+    sqliteLeaseStore(db).acquire(0, 'a', at(0), 30); // term 1, until 30
   });
   afterEach(() => db.close());
 
@@ -53,7 +54,7 @@ describe('fenced', () => {
   });
 
   it('writes nothing and throws LEASE_LOST for another term, another holder, or no lease at all', () => {
-    sqliteLeaseStore(db).acquire(0, 'a', 1, 30); // a new tenure: term 2
+    sqliteLeaseStore(db).acquire(0, 'a', at(1), 30); // a new tenure: term 2
     expectLeaseLost(() => fenced(db, held, addJob('old term'), scheduler));
     expectLeaseLost(() => fenced(db, { ...held, holder: 'b', term: 2 }, addJob('other holder'), scheduler));
     expectLeaseLost(() => fenced(db, { ...held, slot: 7 }, addJob('no lease'), scheduler));
@@ -107,7 +108,7 @@ describe('fenced against another writer', () => {
     try {
       const db = file.open({ timeout: 0 });
       const other = file.open({ timeout: 0 });
-      sqliteLeaseStore(db).acquire(0, 'a', 0, 30);
+      sqliteLeaseStore(db).acquire(0, 'a', at(0), 30);
       other.exec('BEGIN IMMEDIATE');
       const work = jest.fn();
       expect(() => fenced(db, { slot: 0, holder: 'a', term: 1 }, work, virtualTime())).toThrow(

@@ -1,8 +1,6 @@
-import Database from 'better-sqlite3';
 import { overlappingBeliefs } from '../chaos/history';
-import { ChildWorker } from './support/child-worker';
 import { eventually } from '../chaos/eventually';
-import { workerProcesses } from './support/worker-processes';
+import { pauseOutsideWriteLock, workerProcesses } from './support/worker-processes';
 
 // Real processes on a real file, opened as README advises (WAL) and as a new user does
 // (better-sqlite3's defaults: the rollback journal, a 5 s busy timeout). Every wait is for a
@@ -110,24 +108,3 @@ describe.each(['wal', 'delete'] as const)('observeLeadership across processes, j
       expect(overlappingBeliefs(history())).toEqual([]);
     }));
 });
-
-/**
- * Stops `worker` with SIGSTOP at a moment when it holds no lock: a process paused inside a
- * write transaction (or, outside WAL mode, inside a read) stops every writer until it
- * resumes (SQLite's nature), which is not what this test is about. Checks with a probe
- * connection that takes the exclusive lock, and tries again if needed.
- */
-async function pauseOutsideWriteLock(worker: ChildWorker, probe: Database.Database): Promise<void> {
-  for (;;) {
-    worker.signal('SIGSTOP');
-    await eventually('the process to stop', () => worker.stopped);
-    try {
-      probe.exec('BEGIN EXCLUSIVE');
-      probe.exec('ROLLBACK');
-      return;
-    } catch {
-      worker.signal('SIGCONT');
-      await eventually('the process to run again', () => !worker.stopped);
-    }
-  }
-}

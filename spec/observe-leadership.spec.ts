@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
-import { map, take } from 'rxjs';
-import { LeadershipEvent, observeLeadership } from '../src';
+import { interval, map, take } from 'rxjs';
+import { LeadershipEvent, observeLeadership, whileLeader } from '../src';
 import { seedStatements, seedTable } from '../chaos/seed-statements';
 import { pausableClock, virtualTime } from './support/virtual-time';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
@@ -166,6 +166,20 @@ describe('observeLeadership', () => {
         c: lost('a', 1, 'superseded'),
         d: elected('a', 4, 150),
       });
+    });
+  });
+
+  it('passes nothing of a tenure on through whileLeader once its lease ran out, though the job’s timer fell due before the campaign’s', () => {
+    const scheduler = virtualTime();
+    const clock = pausableClock(scheduler);
+    scheduler.run(({ expectObservable }) => {
+      // At 12 the process pauses for 100: at 15 the job's tick is the first timer to run, past
+      // the lease (40). The tenure ends then, before the tick gets through, and a new one begins.
+      scheduler.schedule(() => clock.pause(100), 12);
+      const ticks = observeLeadership(db, { ...timing, holder: 'a', scheduler: clock }).pipe(
+        whileLeader((lease) => interval(5, scheduler).pipe(map(() => lease.term))),
+      );
+      expectObservable(ticks, '^ 26ms !').toBe('5ms a 4ms a 9ms b 4ms b', { a: 1, b: 2 });
     });
   });
 

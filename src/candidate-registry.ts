@@ -1,4 +1,5 @@
 import { LeadershipError } from './leadership-error';
+import { Lease } from './leadership-event';
 
 const liveCandidates = new WeakMap<object, Set<string>>();
 
@@ -20,4 +21,33 @@ export function enrollCandidate(store: object, slot: number, holder: string): ()
   }
   candidates.add(key);
   return () => candidates.delete(key);
+}
+
+/** What the registry asks of a live candidate: whether it believes, right now, that it holds a tenure. */
+export interface Believer {
+  believes(term: number): boolean;
+}
+
+const believers = new Map<string, Set<Believer>>();
+
+/** Records `believer`, the campaign of `holder` for `slot` in this process, and returns the way out. */
+export function enrollBeliever(slot: number, holder: string, believer: Believer): () => void {
+  const key = `${slot}\u0000${holder}`;
+  let found = believers.get(key);
+  if (!found) believers.set(key, (found = new Set()));
+  found.add(believer);
+  return () => {
+    found.delete(believer);
+    if (found.size === 0 && believers.get(key) === found) believers.delete(key);
+  };
+}
+
+/**
+ * Whether a candidate of this process believes, right now, that it holds `lease`;
+ * `undefined` when no live candidate of this process campaigns as that holder for that slot.
+ */
+export function beliefOf({ slot, holder, term }: Lease): boolean | undefined {
+  const found = believers.get(`${slot}\u0000${holder}`);
+  if (found === undefined) return undefined;
+  return [...found].some((believer) => believer.believes(term));
 }

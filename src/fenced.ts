@@ -1,5 +1,6 @@
 import type { Database } from 'better-sqlite3';
-import { asyncScheduler, SchedulerLike } from 'rxjs';
+import { SchedulerLike } from 'rxjs';
+import { monotonicScheduler, readClocks } from './campaign/monotonic-scheduler';
 import { argumentError, expectDatabase, expectInteger, expectObject, expectString } from './argument-check';
 import { MAX_HOLDER_LENGTH } from './leadership-config';
 import { Lease } from './leadership-event';
@@ -9,8 +10,9 @@ import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
  * Runs `work` only if `lease` still holds, and commits its writes together with that proof.
  *
  * `work` runs inside one `BEGIN IMMEDIATE` transaction that first checks that the slot is
- * held by `lease.holder` for `lease.term` and has not expired (by `scheduler.now()`, read
- * once the transaction holds the write lock). A takeover needs the same
+ * held by `lease.holder` for `lease.term` and has not expired (read once the transaction
+ * holds the write lock, on the host's monotonic clock, so that a wall clock that steps
+ * neither refuses a leader's writes nor lets a deposed one's through). A takeover needs the same
  * write lock, so it cannot fall between the check and the writes, however long this
  * process pauses: a deposed leader's writes never commit after a new term began. If the
  * lease does not hold, nothing is written and `LeadershipError` `LEASE_LOST` is thrown.
@@ -25,7 +27,8 @@ import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
  * `PostgresLeaseStore.fenced`).
  *
  * @param lease the tenure to check: an `elected` or `renewed` event will do.
- * @param scheduler where `now` is read to check the expiry (SQLite only).
+ * @param scheduler where `now` is read to check the expiry (SQLite only): the candidate's
+ * own, if it was given one (a test's virtual time).
  *
  * @example
  * ```ts
@@ -45,7 +48,7 @@ export function fenced<T>(
   db: Database | FencingStore<unknown>,
   lease: Lease,
   work: (client?: unknown) => T,
-  scheduler: SchedulerLike = asyncScheduler,
+  scheduler: SchedulerLike = monotonicScheduler,
 ): T | Promise<T> {
   // A better-sqlite3 Database has no `fenced`: whatever has one is a store that fences itself.
   const store = typeof (db as Partial<FencingStore<unknown>>).fenced === 'function' ? (db as FencingStore<unknown>) : undefined;
@@ -56,7 +59,7 @@ export function fenced<T>(
   expectInteger('lease.term', lease.term, 1, Number.MAX_SAFE_INTEGER);
   if (typeof work !== 'function') throw argumentError(TypeError, 'work', 'a function', work);
   if (store !== undefined) return store.fenced(lease, work as (client: unknown) => Promise<T>);
-  return sqliteLeaseStore(db as Database).fenced(lease, () => Math.floor(scheduler.now()), work);
+  return sqliteLeaseStore(db as Database).fenced(lease, () => readClocks(scheduler), work);
 }
 
 /** A lease store whose fenced work is asynchronous and gets a client: PostgreSQL's. */

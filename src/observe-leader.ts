@@ -1,9 +1,10 @@
 import type { Database } from 'better-sqlite3';
-import { asyncScheduler, Observable, SchedulerLike, Subscription } from 'rxjs';
+import { Observable, SchedulerLike, Subscription } from 'rxjs';
 import { expectConfig, expectDatabase, expectInteger, expectScheduler, isLeaseReader, MAX_DELAY } from './argument-check';
 import { LeadershipError } from './leadership-error';
 import { beginAll, expectInstrument, LeaderInstrument } from './instrument';
-import { monotonicScheduler } from './campaign/monotonic-scheduler';
+import { LeaseObservation } from './campaign/lease-observation';
+import { monotonicScheduler, readClocks } from './campaign/monotonic-scheduler';
 import { Eventually, isPromiseLike, LeaseReader, LeaseView } from './store/lease-store';
 import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
 
@@ -22,8 +23,9 @@ export interface ObserveLeaderConfig {
    */
   pollEvery?: number;
   /**
-   * Where time is read (`scheduler.now()`, Unix ms) and timers are set.
-   * @default asyncScheduler; with PostgreSQL, its timers on a monotonic clock
+   * Where time is read (`scheduler.now()`) and timers are set.
+   * @default asyncScheduler's timers on a monotonic clock: a wall clock that steps never
+   * makes a lease look ended, nor a dead leader's look alive
    */
   scheduler?: SchedulerLike;
   /**
@@ -75,7 +77,7 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
   const reader = isLeaseReader(db) ? (db as LeaseReader) : undefined;
   if (reader === undefined) expectDatabase('db', db);
   expectConfig(config, knownOptions);
-  const { slot = 0, pollEvery = 1_000, scheduler = reader?.clock === 'server' ? monotonicScheduler : asyncScheduler, instrument } = config;
+  const { slot = 0, pollEvery = 1_000, scheduler = monotonicScheduler, instrument } = config;
   expectInteger('slot', slot, 0, Number.MAX_SAFE_INTEGER);
   expectInteger('pollEvery', pollEvery, 1, MAX_DELAY);
   expectScheduler('scheduler', scheduler);
@@ -86,6 +88,7 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
     const recording = beginAll(instrument, { slot });
     let timer: Subscription | undefined;
     let last: LeaderState | undefined;
+    const observation = new LeaseObservation();
     /** Whether a look is in flight, and whether another was asked for meanwhile. */
     let looking = false;
     let lookAgain = false;
@@ -97,7 +100,7 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
       }
       let answer: Eventually<LeaseView | undefined>;
       try {
-        answer = store.look(slot, Math.floor(scheduler.now()));
+        answer = store.look(slot, readClocks(scheduler));
       } catch (error) {
         return failed(error);
       }
@@ -118,14 +121,15 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
       handle();
     };
     const seen = (view: LeaseView | undefined): void => {
-      const state = stateOf(slot, view);
+      const expiresIn = view === undefined ? -1 : observation.remaining(view, scheduler.now());
+      const state = stateOf(slot, view, expiresIn);
       if (last === undefined || !sameState(state, last)) {
         last = state;
         recording?.record(state);
         subscriber.next(state);
       }
       // A live lease ends when its time is up unless renewed: look again just after, if sooner.
-      const untilExpiry = state.expiresAt === null ? pollEvery : (view as LeaseView).expiresIn + 1;
+      const untilExpiry = state.expiresAt === null ? pollEvery : expiresIn + 1;
       if (!subscriber.closed) timer = scheduler.schedule(look, Math.max(1, Math.min(pollEvery, untilExpiry)));
     };
     const failed = (error: unknown): void => {
@@ -138,7 +142,7 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
         timer?.unsubscribe();
         timer = scheduler.schedule(look, 0);
       },
-      { elections: true },
+      { elections: true, renewals: true },
     );
     look();
     return () => {
@@ -149,8 +153,8 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
   });
 }
 
-function stateOf(slot: number, view: LeaseView | undefined): LeaderState {
-  return view !== undefined && view.expiresIn >= 0
+function stateOf(slot: number, view: LeaseView | undefined, expiresIn: number): LeaderState {
+  return view !== undefined && expiresIn >= 0
     ? { slot, holder: view.lease.holder, term: view.lease.term, expiresAt: view.lease.expiresAt }
     : { slot, holder: null, term: null, expiresAt: null };
 }

@@ -1,10 +1,10 @@
 import type { Database } from 'better-sqlite3';
-import { asyncScheduler, Observable } from 'rxjs';
+import { Observable } from 'rxjs';
 import { ulid } from 'ulid';
 import { expectDatabase, isLeaseStore } from './argument-check';
 import { Campaign } from './campaign/campaign';
 import { monotonicScheduler } from './campaign/monotonic-scheduler';
-import { enrollCandidate } from './candidate-registry';
+import { enrollBeliever, enrollCandidate } from './candidate-registry';
 import { LeadershipConfig, resolveLeadershipConfig } from './leadership-config';
 import { beginAll } from './instrument';
 import { LeadershipEvent } from './leadership-event';
@@ -45,7 +45,7 @@ export function observeLeadership(db: Database | LeaseStore, config?: Leadership
   const given = isLeaseStore(db) ? (db as LeaseStore) : undefined;
   if (given === undefined) expectDatabase('db', db);
   const store = given ?? sqliteLeaseStore(db as Database);
-  const { slot, holder: fixedHolder, scheduler = defaultScheduler(store), instrument, ...timing } = resolveLeadershipConfig(config);
+  const { slot, holder: fixedHolder, scheduler = monotonicScheduler, instrument, ...timing } = resolveLeadershipConfig(config);
 
   return new Observable<LeadershipEvent>((subscriber) => {
     const holder = fixedHolder ?? ulid();
@@ -70,17 +70,15 @@ export function observeLeadership(db: Database | LeaseStore, config?: Leadership
         }
       : subscriber;
     const campaign = new Campaign(store, slot, holder, timing, observer, scheduler);
+    const leave = enrollBeliever(slot, holder, campaign);
     // Added before the first attempt: a subscriber that stops at `elected` (take(1)) stops
     // the campaign from inside that attempt, and the lease must still be released.
     subscriber.add(() => {
       campaign.stop();
+      leave();
       withdraw();
       recording?.end();
     });
     campaign.start();
   });
-}
-
-function defaultScheduler(store: LeaseStore) {
-  return store.clock === 'server' ? monotonicScheduler : asyncScheduler;
 }

@@ -1,14 +1,15 @@
 import Database from 'better-sqlite3';
 import { Campaign } from '../../src/campaign/campaign';
 import { Lease, LeadershipError, LeadershipEvent } from '../../src';
-import { AcquireResult, ChangeOrigin, LeaseStore } from '../../src/store/lease-store';
+import { AcquireResult, ChangeOrigin, LeaseChange, LeaseRecord, LeaseStore } from '../../src/store/lease-store';
 import { sqliteLeaseStore } from '../../src/store/sqlite/sqlite-lease-store';
-import { virtualTime } from '../support/virtual-time';
+import { pausableClock, virtualTime } from '../support/virtual-time';
+import { at } from '../support/clock-reading';
 
 // The campaign on its own, with a store whose change notifications the spec fires by hand.
 describe('Campaign', () => {
   let db: Database.Database;
-  let notify: ((origin: ChangeOrigin) => void) | undefined;
+  let notify: ((origin: ChangeOrigin, change: LeaseChange) => void) | undefined;
   let store: LeaseStore;
   let watching: boolean;
 
@@ -44,7 +45,7 @@ describe('Campaign', () => {
     const scheduler = virtualTime();
     const seen: Array<[number, LeadershipEvent['type']]> = [];
     scheduler.run(() => {
-      sqliteLeaseStore(db).acquire(0, 'x', 0, 100);
+      sqliteLeaseStore(db).acquire(0, 'x', at(0), 100);
       const campaign = new Campaign(
         store,
         0,
@@ -62,15 +63,15 @@ describe('Campaign', () => {
   const releaseX = () => sqliteLeaseStore(db).release({ slot: 0, holder: 'x', term: 1 });
 
   it('tries at once after a change in this process, long before its timer (due at 50)', () => {
-    expect(campaignOfB({ 10: () => (releaseX(), notify?.('here')) })).toEqual([[10, 'elected']]);
+    expect(campaignOfB({ 10: () => (releaseX(), notify?.('here', 'release')) })).toEqual([[10, 'elected']]);
   });
 
   it('tries at once, without queueing for the write lock, after a release seen through the file', () => {
     const acquire = jest.spyOn(store, 'acquire');
-    const seen = campaignOfB({ 10: () => (releaseX(), [1, 2, 3].forEach(() => notify?.('anywhere'))) });
+    const seen = campaignOfB({ 10: () => (releaseX(), [1, 2, 3].forEach(() => notify?.('anywhere', 'release'))) });
     expect(seen).toEqual([[10, 'elected']]);
     expect(acquire).toHaveBeenCalledTimes(2); // at 0, and once at 10: the later changes find it leading
-    expect(acquire).toHaveBeenLastCalledWith(0, 'b', 10, 90, { waitForLock: false });
+    expect(acquire).toHaveBeenLastCalledWith(0, 'b', expect.objectContaining({ now: 10 }), 90, expect.objectContaining({ waitForLock: false }));
   });
 
   it('steps aside without an error event when a crowd attempt finds the write lock taken, and tries again later', () => {
@@ -81,7 +82,7 @@ describe('Campaign', () => {
       if (args[4]?.waitForLock === false) throw busy;
       return acquire(...args);
     });
-    const seen = campaignOfB({ 10: () => (releaseX(), notify?.('anywhere')) });
+    const seen = campaignOfB({ 10: () => (releaseX(), notify?.('anywhere', 'release')) });
     expect(seen).toEqual([[21, 'elected']]);
   });
 
@@ -96,12 +97,12 @@ describe('Campaign', () => {
   });
 
   it('without a standby place, listens not, relies on the standbys and lets them try first at the expiry', () => {
-    ['p', 'q', 'r'].forEach((holder) => sqliteLeaseStore(db).standBy(0, holder, 0, 1_000, 3));
+    ['p', 'q', 'r'].forEach((holder) => sqliteLeaseStore(db).standBy(0, holder, at(0), 1_000, 3));
     const acquire = jest.spyOn(store, 'acquire');
     const timing = { renewEvery: 60, expiresAfter: 200, retryEvery: 10 };
     // x's lease ends at 100: polls every renewEvery, then tries at 100 + 1 + retryEvery.
     expect(campaignOfB({ 15: () => expect(notify).toBeUndefined() }, 150, timing)).toEqual([[111, 'elected']]);
-    expect(acquire.mock.calls.map(([, , now]) => now)).toEqual([0, 60, 111]);
+    expect(acquire.mock.calls.map(([, , now]) => now.now)).toEqual([0, 60, 111]);
   });
 
   it('gives its standby place up when stopped, and listens from then on no more', () => {
@@ -114,7 +115,7 @@ describe('Campaign', () => {
   it('pays no attention to changes while it leads', () => {
     const renew = jest.spyOn(store, 'renew');
     const acquire = jest.spyOn(store, 'acquire');
-    const seen = campaignOfB({ 10: () => (releaseX(), notify?.('here')), 20: () => notify?.('here') }, 60);
+    const seen = campaignOfB({ 10: () => (releaseX(), notify?.('here', 'release')), 20: () => notify?.('here', 'release') }, 60);
     expect(seen).toEqual([[10, 'elected'], [40, 'renewed']]);
     expect(acquire).toHaveBeenCalledTimes(2);
     expect(renew).toHaveBeenCalledTimes(1);
@@ -141,7 +142,7 @@ describe('Campaign', () => {
       // x's lease runs until 100; the proof comes at 10.
       expect(campaignOfB({ 10: () => watched[0].onEnded() })).toEqual([[10, 'elected']]);
       expect(watched.map(({ lease }) => lease)).toEqual([{ slot: 0, holder: 'x', term: 1 }]);
-      expect(acquire).toHaveBeenLastCalledWith(0, 'b', 10, 90, expect.objectContaining({ ended: { slot: 0, holder: 'x', term: 1 } }));
+      expect(acquire).toHaveBeenLastCalledWith(0, 'b', expect.objectContaining({ now: 10 }), 90, expect.objectContaining({ ended: { slot: 0, holder: 'x', term: 1 } }));
     });
 
     it('without proof, waits for the lease: a watch that stops without a word proves nothing', () => {
@@ -154,7 +155,7 @@ describe('Campaign', () => {
     it('takes nothing from a tenure that is no longer the slot’s when the proof comes', () => {
       const store2 = sqliteLeaseStore(db);
       const seen = campaignOfB({
-        5: () => (releaseX(), store2.acquire(0, 'x', 5, 1_000)), // x's next tenure, term 2, unreported
+        5: () => (releaseX(), store2.acquire(0, 'x', at(5), 1_000)), // x's next tenure, term 2, unreported
         10: () => watched[0].onEnded(), // the end of x's term 1, proven late
       });
       expect(seen).toEqual([]);
@@ -162,7 +163,7 @@ describe('Campaign', () => {
     });
 
     it('does not watch without a standby place', () => {
-      ['p', 'q', 'r'].forEach((holder) => sqliteLeaseStore(db).standBy(0, holder, 0, 1_000, 3));
+      ['p', 'q', 'r'].forEach((holder) => sqliteLeaseStore(db).standBy(0, holder, at(0), 1_000, 3));
       campaignOfB({});
       expect(watched).toEqual([]);
     });
@@ -275,10 +276,10 @@ describe('Campaign', () => {
     });
 
     it('tries again at once when a release is announced while its own poll is in flight', () => {
-      sqliteLeaseStore(db).acquire(0, 'x', 0, 1_000);
+      sqliteLeaseStore(db).acquire(0, 'x', at(0), 1_000);
       // b polls every 50 (no watch), each call answered 10 later: sent at 0, then at 60. x releases
       // at 65, while the poll sent at 60 (which found x leading) is in flight.
-      const { seen } = campaignAnsweredLater(() => 10, 100, 100, { 65: () => (releaseX(), notify?.('anywhere')) });
+      const { seen } = campaignAnsweredLater(() => 10, 100, 100, { 65: () => (releaseX(), notify?.('anywhere', 'release')) });
       expect(seen.map(([at, event]) => [at, event.type])).toEqual([[80, 'elected']]); // sent at 70, not at the poll of 120
     });
 
@@ -300,14 +301,97 @@ describe('Campaign', () => {
     });
   
     it('lets an attempt made on a release replace the poll that falls due while it is in flight', () => {
-      sqliteLeaseStore(db).acquire(0, 'x', 0, 1_000);
+      sqliteLeaseStore(db).acquire(0, 'x', at(0), 1_000);
       // b polls every 50 (no watch); x releases at 45; the attempt made then is answered at 55.
-      const { seen, calls } = campaignAnsweredLater(() => 10, 120, 120, { 45: () => (releaseX(), notify?.('anywhere')) });
+      const { seen, calls } = campaignAnsweredLater(() => 10, 120, 120, { 45: () => (releaseX(), notify?.('anywhere', 'release')) });
       expect(seen.map(([at, event]) => [at, event.type, 'term' in event ? event.term : undefined])).toEqual([
         [55, 'elected', 2],
         [95, 'renewed', 2], // sent at 85
       ]);
       expect(calls.acquire).toBe(2); // at 0, and at 45: the poll due at 60 was replaced
+    });
+  });
+
+  describe('with a store whose leases only a reader can time (PostgreSQL: its server’s wall clock may step)', () => {
+    /**
+     * A store whose slot x holds with a lease of 100 that says its length, and whose server's
+     * clock says it ran out long ago (a step forward): `expiresIn` is no use. It gives the
+     * slot only to an attempt that names the exact lease (`over`). `renewAt` frames renew x's
+     * lease, which changes its expiry.
+     */
+    function watchingCampaign(renewAt: number[], until: number) {
+      const scheduler = virtualTime();
+      const seen: Array<[number, string]> = [];
+      const calls: Array<[number, LeaseRecord | undefined]> = [];
+      let lease: LeaseRecord = { holder: 'x', term: 1, expiresAt: 1_000 };
+      const watching: LeaseStore = {
+        ...store,
+        acquire: (_slot, holder, _now, expiresAfter, options = {}) => {
+          calls.push([scheduler.now(), options.over]);
+          const { over } = options;
+          if (over && over.holder === lease.holder && over.term === lease.term && over.expiresAt === lease.expiresAt) {
+            lease = { holder, term: lease.term + 1, expiresAt: 5_000 };
+            return { acquired: true, lease, expiresIn: -4_000, observeFor: expiresAfter };
+          }
+          return { acquired: false, lease, expiresIn: -4_000, observeFor: 100 };
+        },
+      };
+      scheduler.run(() => {
+        const campaign = new Campaign(
+          watching,
+          0,
+          'b',
+          { renewEvery: 30, expiresAfter: 90, retryEvery: 20 },
+          { next: (event) => seen.push([scheduler.now(), event.type]), error: (error) => { throw error; } },
+          scheduler,
+        );
+        campaign.start();
+        for (const frame of renewAt) scheduler.schedule(() => (lease = { ...lease, expiresAt: lease.expiresAt + frame }), frame);
+        scheduler.schedule(() => campaign.stop(), until);
+      });
+      return { seen, calls };
+    }
+
+    it('takes the slot only from the exact lease it watched unchanged for its whole length, not when the server’s clock says it ended', () => {
+      const { seen, calls } = watchingCampaign([], 120);
+      // First seen at 0; polls every retryEvery; at 101 it has watched it for 100: over.
+      expect(seen).toEqual([[101, 'elected']]);
+      expect(calls.filter(([, over]) => over !== undefined)).toEqual([[101, { holder: 'x', term: 1, expiresAt: 1_000 }]]);
+    });
+
+    it('starts its count again at each renewal it sees', () => {
+      const { seen } = watchingCampaign([30, 70], 200);
+      // Seen renewed at the poll of 40 and of 80: over 100 after that, at 181.
+      expect(seen).toEqual([[181, 'elected']]);
+    });
+  });
+
+  describe('believes', () => {
+    it('ends the tenure at once, lost first, when asked after the lease ran out and before its timer fired', () => {
+      const scheduler = virtualTime();
+      const clock = pausableClock(scheduler);
+      const seen: Array<[number, string]> = [];
+      const answers: boolean[] = [];
+      scheduler.run(() => {
+        const campaign = new Campaign(
+          store,
+          0,
+          'b',
+          { renewEvery: 30, expiresAfter: 90, retryEvery: 50 },
+          { next: (event) => seen.push([clock.now(), event.type]), error: (error) => { throw error; } },
+          clock,
+        );
+        campaign.start();
+        scheduler.schedule(() => answers.push(campaign.believes(1), campaign.believes(2)), 10);
+        // A pause of 200 at 20: the next timer (the renewal at 30) has not fired yet.
+        scheduler.schedule(() => {
+          clock.pause(200);
+          answers.push(campaign.believes(1));
+        }, 20);
+        scheduler.schedule(() => campaign.stop(), 25);
+      });
+      expect(answers).toEqual([true, false, false]);
+      expect(seen).toEqual([[0, 'elected'], [220, 'lost'], [220, 'elected']]);
     });
   });
 });

@@ -8,6 +8,7 @@ import { SpawnedScript } from '../support/spawned-script';
 import { temporaryDatabase, TemporaryDatabase } from '../support/temporary-database';
 import { testDatabaseUrl, testSchema, TestSchema } from '../support/postgres-database';
 import { postgresLeaseStore } from '../../src/postgres';
+import { at } from '../support/clock-reading';
 
 const cliScript = join(__dirname, '..', '..', 'dist', 'cli', 'main.js');
 
@@ -186,7 +187,7 @@ describe('the observe-leadership command', () => {
 
     it('tells who leads as text and JSON, and watches the slot change hands', async () => {
       const store = postgresLeaseStore(test.pool, { schema: test.schema });
-      await store.acquire(1, 'setup', Date.now(), 1); // makes the table
+      await store.acquire(1, 'setup', at(Date.now()), 1); // makes the table
       const watcher = start('watch', url, ...inSchema(), '--poll-every', '60000');
       await watcher.shows(/nobody leads/);
       const worker = observeLeadership(store, { holder: 'worker-1' }).subscribe();

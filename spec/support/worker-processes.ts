@@ -1,3 +1,4 @@
+import type Database from 'better-sqlite3';
 import { beliefSegments, BeliefSegment } from '../../chaos/history';
 import { eventually } from '../../chaos/eventually';
 import type { JournalMode, WorkerOptions } from '../../chaos/worker';
@@ -12,8 +13,8 @@ export interface WorkerProcesses {
   start(kind: 'candidate' | 'seed', options: Omit<WorkerOptions, 'file' | 'journal'>, launcher?: string[]): ChildWorker;
   /** The first of `candidates` that says it leads, once one does. */
   leaderAmong(candidates: readonly ChildWorker[]): Promise<ChildWorker>;
-  /** Every worker's belief segments so far. */
-  history(): BeliefSegment[];
+  /** Every worker's belief segments so far, on the wall clock or, where it steps, on the host's monotonic clock. */
+  history(clock?: 'wall' | 'monotonic'): BeliefSegment[];
   /** Runs `test`; if it fails, adds what every worker said, so that the failure can be read. */
   explain(test: () => Promise<void>): Promise<void>;
 }
@@ -50,7 +51,7 @@ export function workerProcesses(journal: JournalMode): WorkerProcesses {
       return worker;
     },
     leaderAmong: (candidates) => eventually('a leader', () => candidates.find((w) => w.leads)),
-    history: () => workers.flatMap((w) => beliefSegments(w.records)),
+    history: (clock = 'wall') => workers.flatMap((w) => beliefSegments(w.records, clock)),
     explain: async (test) => {
       try {
         await test();
@@ -59,4 +60,25 @@ export function workerProcesses(journal: JournalMode): WorkerProcesses {
       }
     },
   };
+}
+
+/**
+ * Stops `worker` with SIGSTOP at a moment when it holds no lock: a process paused inside a
+ * write transaction (or, outside WAL mode, inside a read) stops every writer until it
+ * resumes (SQLite's nature), which is not what this test is about. Checks with a probe
+ * connection that takes the exclusive lock, and tries again if needed.
+ */
+export async function pauseOutsideWriteLock(worker: ChildWorker, probe: Database.Database): Promise<void> {
+  for (;;) {
+    worker.signal('SIGSTOP');
+    await eventually('the process to stop', () => worker.stopped);
+    try {
+      probe.exec('BEGIN EXCLUSIVE');
+      probe.exec('ROLLBACK');
+      return;
+    } catch {
+      worker.signal('SIGCONT');
+      await eventually('the process to run again', () => !worker.stopped);
+    }
+  }
 }

@@ -1,7 +1,10 @@
 import { SchedulerLike, Subscription } from 'rxjs';
 import { LeadershipError } from '../leadership-error';
 import { Lease, LeadershipEvent, LostReason } from '../leadership-event';
-import { AcquireResult, ChangeOrigin, Eventually, isPromiseLike, isTenure, LeaseStore, LeaseView, TenureWatch } from '../store/lease-store';
+import type { LeaseRecord } from '../store/lease-store';
+import { AcquireResult, ChangeOrigin, ClockReading, Eventually, isPromiseLike, isTenure, LeaseChange, LeaseStore, TenureWatch } from '../store/lease-store';
+import { LeaseObservation } from './lease-observation';
+import { readClocks } from './monotonic-scheduler';
 
 /**
  * How many followers of a slot stand by: they watch for releases and take the slot within
@@ -48,6 +51,11 @@ interface Tenure {
  * lease it last wrote runs out first, the tenure ends (`lost`, `expired`) at that lease's
  * end: the leader never believes it leads past it.
  *
+ * Where the store cannot time leases on a clock that cannot jump (PostgreSQL: the server's
+ * wall clock), a follower times the lease it sees itself (`LeaseObservation`): it takes the
+ * slot only from a lease it watched unchanged for the lease's whole length, and standbys
+ * hear of renewals, so that they start each count within ms of the write.
+ *
  * All time comes from `scheduler.now()`. A lease's end, as the candidate believes it, is
  * `expiresAfter` from the moment the write was sent, so a reply that comes late (a slow
  * network, a busy server) only shortens the belief. The store may answer at once (SQLite)
@@ -77,6 +85,8 @@ export class Campaign {
   private leaderWatch: { readonly lease: Lease; readonly watch: TenureWatch } | undefined;
   /** A tenure whose end the store proved: attempts may take the slot from it until it changes hands. */
   private ended: Lease | undefined;
+  /** What this follower knows of how long the lease it last saw has left. */
+  private readonly observation = new LeaseObservation();
 
   constructor(
     private readonly store: LeaseStore,
@@ -129,11 +139,12 @@ export class Campaign {
    * seen through the file reaches every follower of every process at the same moment, and
    * all of them read: the first to find the slot free takes it, the others step aside.
    */
-  private readonly onChange = (origin: ChangeOrigin): void => {
+  private readonly onChange = (origin: ChangeOrigin, change: LeaseChange): void => {
     if (this.tenure !== undefined || this.stopped || this.attemptDue) return;
     // The answer on its way may predate the change: it will be followed by another attempt.
     if (this.inFlight) return void (this.changedInFlight = true);
-    if (origin === 'anywhere') return this.attemptInCrowd();
+    // A renewal leaves the slot taken: reading it restarts this follower's count, nothing more.
+    if (origin === 'anywhere' && change !== 'renewal') return this.attemptInCrowd();
     this.attemptDue = true;
     this.wake(this.attempt, 0);
   };
@@ -157,8 +168,9 @@ export class Campaign {
     const sentAt = this.now();
     const { expiresAfter } = this.timing;
     const { ended } = this;
+    const over = this.observation.over(sentAt);
     this.perform(
-      () => this.store.acquire(this.slot, this.holder, sentAt, expiresAfter, { waitForLock, ended }),
+      () => this.store.acquire(this.slot, this.holder, this.reading(), expiresAfter, { waitForLock, ended, over }),
       (result) => this.onAcquireResult(result, sentAt),
       (error) => {
         if (this.stopped) return;
@@ -181,11 +193,13 @@ export class Campaign {
     if (this.ended !== undefined && (result.acquired || !isTenure(result.lease, this.ended))) this.ended = undefined;
     if (this.stopped) return;
     if (!result.acquired) {
+      const expiresIn = this.observation.remaining(result, this.now());
       this.standBy();
-      this.watchLeader(result);
+      this.watchLeader(result.lease, expiresIn);
       if (this.changedInFlight) return this.wake(this.attemptInCrowd, 0);
-      return this.wake(this.attempt, this.untilNextAttempt(result.expiresIn));
+      return this.wake(this.attempt, this.untilNextAttempt(expiresIn));
     }
+    this.observation.forget();
     this.listen(false); // winning gave the standby place up
     this.unwatchLeader();
     const { term, expiresAt } = this.tenure as Tenure;
@@ -231,7 +245,7 @@ export class Campaign {
       this.listen(held);
     };
     try {
-      const held = this.store.standBy(this.slot, this.holder, this.now(), this.timing.expiresAfter, standbyPlaces);
+      const held = this.store.standBy(this.slot, this.holder, this.reading(), this.timing.expiresAfter, standbyPlaces);
       if (isPromiseLike(held)) held.then(settle, () => undefined);
       else settle(held);
     } catch {
@@ -244,7 +258,7 @@ export class Campaign {
    * tenure's end before its expiry (SQLite: a leader on this host whose process is gone).
    * The other followers rely on the standbys.
    */
-  private watchLeader({ lease, expiresIn }: LeaseView): void {
+  private watchLeader(lease: LeaseRecord, expiresIn: number): void {
     const wanted = this.store.watchTenure !== undefined && this.standby === 'held' && expiresIn >= 0 && lease.holder !== this.holder;
     const current = this.leaderWatch;
     if (wanted && current !== undefined && isTenure(lease, current.lease) && current.watch.watching) return;
@@ -276,7 +290,7 @@ export class Campaign {
 
   private listen(on: boolean): void {
     if (on && this.unwatch === undefined) {
-      this.unwatch = this.store.watch(this.onChange);
+      this.unwatch = this.store.watch(this.onChange, { renewals: true });
     } else if (!on && this.unwatch !== undefined) {
       this.unwatch();
       this.unwatch = undefined;
@@ -290,7 +304,7 @@ export class Campaign {
     this.perform(
       // Even after a pause past the lease, this succeeds only if nobody took the slot
       // meanwhile (the store checks holder and term), so the tenure may go on.
-      () => this.store.renew(this.lease(term), sentAt, expiresAfter),
+      () => this.store.renew(this.lease(term), this.reading(), expiresAfter),
       (renewed) => {
         if (this.stopped || this.tenure?.term !== term) return; // ended meanwhile
         if (!renewed) return this.lose('superseded');
@@ -405,6 +419,26 @@ export class Campaign {
     this.afterFlight = undefined;
     const run = action === this.expire ? action : () => this.whenSettled(action);
     this.timer = this.scheduler.schedule(run, delay);
+  }
+
+  /**
+   * Whether this candidate believes, at this very moment, that it holds tenure `term`. A
+   * lease that ran out ends the belief here and now, `lost` included, even if the timer that
+   * would have ended it has not fired yet: a process resumed from a pause runs the timers
+   * that fell due in the order they were set, and a job's may come before the campaign's.
+   */
+  believes(term: number): boolean {
+    const { tenure } = this;
+    if (this.stopped || tenure?.term !== term) return false;
+    if (this.now() < tenure.expiresAt) return true;
+    this.timer?.unsubscribe();
+    this.expire();
+    return false;
+  }
+
+  /** The clocks, read now, for the store. */
+  private reading(): ClockReading {
+    return readClocks(this.scheduler);
   }
 
   private lease(term: number, holder = this.holder): Lease {

@@ -1,6 +1,7 @@
 import type { Database } from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import type { Pool } from 'pg';
+import { monotonicScheduler, readClocks } from '../campaign/monotonic-scheduler';
 import { Lease } from '../leadership-event';
 import { LeaseReader, LeaseStore, LeaseView } from '../store/lease-store';
 import { postgresLeaseStore, PostgresLeaseStore } from '../store/postgres/postgres-lease-store';
@@ -59,7 +60,7 @@ async function openSqlite(file: string, readonly: boolean): Promise<CliDatabase>
     name: file,
     source: db,
     hasLeaseTable: async () => db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'worker_leadership'`).get() !== undefined,
-    look: async (slot) => sqliteLeaseStore(db).look(slot, Date.now()),
+    look: async (slot) => sqliteLeaseStore(db).look(slot, readClocks(monotonicScheduler)),
     endpointDescriptor: (lease) => sqliteLeaseStore(db).endpointDescriptor(lease),
     close: async () => void db.close(),
   };

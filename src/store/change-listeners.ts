@@ -1,12 +1,14 @@
-import { ChangeOrigin, WatchOptions } from './lease-store';
+import { ChangeOrigin, LeaseChange, WatchOptions } from './lease-store';
+
+type Listener = (origin: ChangeOrigin, change: LeaseChange) => void;
 
 /**
  * The listeners of a store's `watch`: the store starts its watch (a file watch, a `LISTEN`)
  * when the first one comes and stops it when the last one goes, and tells them of a change.
  */
 export class ChangeListeners {
-  /** Each listener, with whether it also wants to hear of elections. */
-  private readonly listeners = new Map<(origin: ChangeOrigin) => void, boolean>();
+  /** Each listener, with what it wants to hear of besides releases. */
+  private readonly listeners = new Map<Listener, WatchOptions>();
 
   constructor(
     private readonly startWatching: () => void,
@@ -14,10 +16,10 @@ export class ChangeListeners {
   ) {}
 
   /** Adds `listener`, and returns the way to remove it. */
-  add(listener: (origin: ChangeOrigin) => void, { elections = false }: WatchOptions = {}): () => void {
+  add(listener: Listener, options: WatchOptions = {}): () => void {
     // A function added twice is two listeners: wrapping keeps them apart.
-    const own = (origin: ChangeOrigin) => listener(origin);
-    this.listeners.set(own, elections);
+    const own: Listener = (origin, change) => listener(origin, change);
+    this.listeners.set(own, options);
     this.startWatching();
     return () => {
       if (!this.listeners.delete(own)) return;
@@ -31,9 +33,11 @@ export class ChangeListeners {
 
   /**
    * Tells the listeners of a change: `'release'` (or any change, where the store cannot tell)
-   * reaches them all; `'election'` only those that asked for elections.
+   * reaches them all; `'election'` and `'renewal'` only those that asked for them.
    */
-  notify(origin: ChangeOrigin, change: 'release' | 'election' = 'release'): void {
-    for (const [listener, elections] of [...this.listeners]) if (change === 'release' || elections) listener(origin);
+  notify(origin: ChangeOrigin, change: LeaseChange = 'release'): void {
+    for (const [listener, { elections = false, renewals = false }] of [...this.listeners]) {
+      if (change === 'release' || (change === 'election' && elections) || (change === 'renewal' && renewals)) listener(origin, change);
+    }
   }
 }

@@ -1,5 +1,21 @@
 import { Lease } from '../leadership-event';
 
+/**
+ * One reading of the clocks that time leases, taken when an operation is sent. Stores whose
+ * server keeps the time (PostgreSQL) ignore it.
+ */
+export interface ClockReading {
+  /**
+   * Which clock `now` is on. Readings of clocks with the same name can be compared, in any
+   * process: the default's is the host's monotonic clock, named by its boot.
+   */
+  readonly clock: string;
+  /** Ms on that clock, which never jumps. */
+  readonly now: number;
+  /** Unix ms by the wall clock, which may step: what the original worker writes and compares. */
+  readonly wall: number;
+}
+
 /** A slot's row as stored: who holds it, for which term, until when (Unix ms, by the store's clock). */
 export interface LeaseRecord {
   /** The candidate that holds it. */
@@ -28,6 +44,9 @@ export function isPromiseLike<T>(value: Eventually<T>): value is PromiseLike<T> 
  */
 export type ChangeOrigin = 'here' | 'anywhere';
 
+/** What changed: a slot was released or won, or its leader renewed. */
+export type LeaseChange = 'release' | 'election' | 'renewal';
+
 /** Which changes a `watch` reports. */
 export interface WatchOptions {
   /**
@@ -37,6 +56,13 @@ export interface WatchOptions {
    * @default false
    */
   readonly elections?: boolean;
+  /**
+   * Also report renewals: followers that time a lease by watching it (see
+   * {@link LeaseView.observeFor}) restart their count at once. Stores whose leases need no
+   * watching report none.
+   * @default false
+   */
+  readonly renewals?: boolean;
 }
 
 /** How an acquire attempt meets another connection's write lock. */
@@ -53,6 +79,13 @@ export interface AcquireOptions {
    * from exactly that holder and term before the lease expires. Nothing else ever may.
    */
   readonly ended?: Lease;
+  /**
+   * The slot's lease exactly as read (holder, term and expiry), which this candidate watched
+   * unchanged for its `observeFor` (see {@link LeaseView}): its holder's belief is over, and
+   * the attempt may take the slot from exactly that lease. Stores that time leases themselves
+   * ignore it.
+   */
+  readonly over?: LeaseRecord;
 }
 
 /** Whether `lease` (a row as read, or a tenure) is the tenure `tenure`: the same holder and term. */
@@ -78,6 +111,14 @@ export interface LeaseView {
    * own clock with `lease.expiresAt`, which another machine's clock may have written.
    */
   readonly expiresIn: number;
+  /**
+   * Set where no clock that cannot jump times the lease (PostgreSQL: the server's wall clock
+   * wrote it, and it may step): the lease's length as its holder wrote it. Nobody knows its
+   * end from `expiresIn` then; a reader that has seen this exact lease (holder, term, expiry)
+   * unchanged for that long, on its own monotonic clock, knows that its holder's belief is
+   * over, since the holder wrote it before the reader first saw it.
+   */
+  readonly observeFor?: number;
 }
 
 /** What an acquire attempt found: whether it won, and the slot's lease after the attempt. */
@@ -94,19 +135,21 @@ export interface AcquireResult extends LeaseView {
 export interface LeaseReader {
   /** Whose clock times what is stored (see {@link LeaseStore.clock}). */
   readonly clock: 'candidate' | 'server';
-  /** The slot's lease, expired or not, or `undefined` when there is none. `now` is the caller's clock. */
-  look(slot: number, now: number): Eventually<LeaseView | undefined>;
+  /** The slot's lease, expired or not, or `undefined` when there is none, judged at `now`. */
+  look(slot: number, now: ClockReading): Eventually<LeaseView | undefined>;
   /** Calls `listener` when a slot may have changed hands (see {@link LeaseStore.watch}); returns the way to stop. */
-  watch(listener: (origin: ChangeOrigin) => void, options?: WatchOptions): () => void;
+  watch(listener: (origin: ChangeOrigin, change: LeaseChange) => void, options?: WatchOptions): () => void;
 }
 
 /**
  * Where leases live: all the SQL of one kind of database, behind the few operations the
  * campaign needs. A store never sets a timer. Time it stores comes either from `now`, the
- * candidate's clock (SQLite: every candidate shares the host's clock), or from the database
+ * candidate's clocks (SQLite: every candidate shares the host's), or from the database
  * server's clock (PostgreSQL: candidates on machines whose clocks disagree); either way a
  * lease written with `expiresAfter` lasts at least `expiresAfter` from the moment the call
- * was made, which is what the candidate's own deadline counts from.
+ * was made, which is what the candidate's own deadline counts from. No store decides that
+ * a lease has ended on a wall clock alone where a clock that cannot jump can say it: a wall
+ * clock that steps must never let a follower take a lease its holder still believes in.
  *
  * Operations return at once or a promise; errors (thrown or rejected) are only
  * `LeadershipError`s, so that the campaign can tell transient errors from terminal ones
@@ -124,13 +167,13 @@ export interface LeaseStore {
    * if the slot is free, expired (`expires_at < now`) or already held by `holder`. Winning
    * always starts a new tenure with a term greater than every term granted before.
    */
-  acquire(slot: number, holder: string, now: number, expiresAfter: number, options?: AcquireOptions): Eventually<AcquireResult>;
+  acquire(slot: number, holder: string, now: ClockReading, expiresAfter: number, options?: AcquireOptions): Eventually<AcquireResult>;
   /**
    * Moves the end of `lease` to `expiresAfter` ms from now if the row still holds that holder
    * and term, which proves that nobody else took the slot since the tenure began. Returns
    * `false` when it does not.
    */
-  renew(lease: Lease, now: number, expiresAfter: number): Eventually<boolean>;
+  renew(lease: Lease, now: ClockReading, expiresAfter: number): Eventually<boolean>;
   /** Frees the slot if, and only if, it still holds `lease`. Returns whether it did. */
   release(lease: Lease): Eventually<boolean>;
   /**
@@ -140,7 +183,7 @@ export interface LeaseStore {
    * follower. Winning the slot gives the place up. Never waits for a lock: throws
    * `DATABASE_BUSY` at once instead.
    */
-  standBy(slot: number, holder: string, now: number, expiresAfter: number, places: number): Eventually<boolean>;
+  standBy(slot: number, holder: string, now: ClockReading, expiresAfter: number, places: number): Eventually<boolean>;
   /** Gives up `holder`'s standby place of `slot`, if it has one. */
   leaveStandby(slot: number, holder: string): Eventually<void>;
   /**
@@ -149,7 +192,7 @@ export interface LeaseStore {
    * at their next timer. Best effort: a change may go unreported (or be reported twice),
    * which is why campaigns keep their timers. Returns the way to stop listening.
    */
-  watch(listener: (origin: ChangeOrigin) => void, options?: WatchOptions): () => void;
+  watch(listener: (origin: ChangeOrigin, change: LeaseChange) => void, options?: WatchOptions): () => void;
   /** Whether changes are being reported right now (a watch can fail, or not be possible at all). */
   isWatching(): boolean;
   /**

@@ -4,6 +4,7 @@ import { fenced, LeaderState, LeadershipEvent, observeLeader, observeLeadership 
 import { postgresLeaseStore, PostgresLeaseStore } from '../../../src/postgres';
 import { eventually } from '../../../chaos/eventually';
 import { testDatabaseUrl, testSchema, TestSchema } from '../../support/postgres-database';
+import { at } from '../../support/clock-reading';
 
 const until = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -25,7 +26,12 @@ describe('postgresLeaseStore', () => {
     await test.drop();
   });
 
-  const acquire = (holder: string, expiresAfter = 60_000, now = Date.now()) => store.acquire(0, holder, now, expiresAfter);
+  const acquire = (holder: string, expiresAfter = 60_000, now = Date.now()) => store.acquire(0, holder, at(now), expiresAfter);
+  /** Makes the schema, leaving the slot free. */
+  const makeSchema = async () => {
+    const { lease } = await acquire('setup');
+    await store.release({ slot: 0, ...lease });
+  };
 
   describe('config', () => {
     it('is one store per pool and table', () => {
@@ -47,7 +53,7 @@ describe('postgresLeaseStore', () => {
   describe('schema', () => {
     it('creates the table and its term sequence in the schema and under the name given', async () => {
       const named = postgresLeaseStore(pool, { schema: test.schema, table: 'Leases "of" jobs' });
-      await named.acquire(0, 'a', Date.now(), 1_000);
+      await named.acquire(0, 'a', at(Date.now()), 1_000);
       const { rows } = await pool.query(
         `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = $1
          UNION ALL SELECT sequence_name FROM information_schema.sequences WHERE sequence_schema = $1 ORDER BY name`,
@@ -190,7 +196,7 @@ describe('postgresLeaseStore', () => {
       const own = new Pool({ connectionString: testDatabaseUrl(), application_name: name });
       try {
         const slots = [0, 1, 2, 3, 4, 5, 6, 7];
-        for (const slot of slots) await store.acquire(slot, 'elsewhere', Date.now(), 1_500);
+        for (const slot of slots) await store.acquire(slot, 'elsewhere', at(Date.now()), 1_500);
         const candidates = postgresLeaseStore(own, { schema: test.schema });
         const timing = { renewEvery: 50, expiresAfter: 1_000, retryEvery: 50 };
         const events: LeadershipEvent[] = [];
@@ -216,14 +222,14 @@ describe('postgresLeaseStore', () => {
 
   describe('notifications', () => {
     it('lets an observer that polls once a minute see an election and a release within milliseconds', async () => {
-      await acquire('setup', 1); // makes the schema
+      await makeSchema();
       const states: LeaderState[] = [];
       subscriptions.push(observeLeader(store, { pollEvery: 60_000 }).subscribe((state) => states.push(state)));
       await eventually('the watch', () => store.isWatching());
       const other = testSchema();
       try {
         const elsewhere = postgresLeaseStore(other.pool, { schema: test.schema });
-        const { lease } = await elsewhere.acquire(0, 'b', Date.now(), 60_000);
+        const { lease } = await elsewhere.acquire(0, 'b', at(Date.now()), 60_000);
         await eventually('the election seen', () => states.at(-1)?.holder === 'b', 2_000);
         await elsewhere.release({ slot: 0, holder: 'b', term: lease.term });
         await eventually('the release seen', () => states.at(-1)?.holder === null, 2_000);
@@ -233,22 +239,22 @@ describe('postgresLeaseStore', () => {
     });
 
     it('lets one of a crowd woken by a release write, and turns the others away at once instead of queueing them on the row', async () => {
-      await acquire('setup', 1); // makes the schema
+      await makeSchema();
       // Another follower of the crowd, in the middle of its attempt: it holds the slot's gate.
       const other = await pool.connect();
       try {
         await other.query('BEGIN');
         await other.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`elected "${test.schema}"."worker_leadership"`]);
         const started = Date.now();
-        await expect(store.acquire(0, 'b', Date.now(), 60_000, { waitForLock: false })).rejects.toMatchObject({ code: 'DATABASE_BUSY' });
+        await expect(store.acquire(0, 'b', at(Date.now()), 60_000, { waitForLock: false })).rejects.toMatchObject({ code: 'DATABASE_BUSY' });
         expect(Date.now() - started).toBeLessThan(1_000); // not after the other's transaction
         // An attempt timed by the lease, not by a release, is not turned away.
-        expect((await store.acquire(0, 'b', Date.now(), 60_000)).acquired).toBe(true);
+        expect((await store.acquire(0, 'b', at(Date.now()), 60_000)).acquired).toBe(true);
       } finally {
         await other.query('ROLLBACK');
         other.release();
       }
-      expect((await store.acquire(1, 'c', Date.now(), 60_000, { waitForLock: false })).acquired).toBe(true);
+      expect((await store.acquire(1, 'c', at(Date.now()), 60_000, { waitForLock: false })).acquired).toBe(true);
     });
 
     it('gives standby places, which alone listen for releases, to three followers, and frees a place with its session', async () => {
@@ -256,7 +262,7 @@ describe('postgresLeaseStore', () => {
       const tag = `standby-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
       const others = Array.from({ length: 5 }, (_, i) => new Pool({ connectionString: testDatabaseUrl(), application_name: `${tag}-${i}` }));
       const stores = others.map((other) => postgresLeaseStore(other, { schema: test.schema }));
-      const standBy = (i: number) => stores[i].standBy(0, `f${i}`, Date.now(), 60_000, 3);
+      const standBy = (i: number) => stores[i].standBy(0, `f${i}`, at(Date.now()), 60_000, 3);
       try {
         const held = await Promise.all(stores.map((_, i) => standBy(i)));
         expect(held.filter(Boolean)).toHaveLength(3);
@@ -270,7 +276,7 @@ describe('postgresLeaseStore', () => {
         expect(taken).toBe(true);
         // Winning the slot gives the place up.
         await pool.query(`DELETE FROM "${test.schema}".worker_leadership`);
-        expect((await stores[waiting].acquire(0, `f${waiting}`, Date.now(), 60_000)).acquired).toBe(true);
+        expect((await stores[waiting].acquire(0, `f${waiting}`, at(Date.now()), 60_000)).acquired).toBe(true);
         expect(await standBy(last)).toBe(true);
       } finally {
         await Promise.all(stores.map((each, i) => each.leaveStandby(0, `f${i}`).catch(() => undefined)));
@@ -280,7 +286,7 @@ describe('postgresLeaseStore', () => {
     });
 
     it('does not wake following candidates when another one is elected, only when the slot is released', async () => {
-      await acquire('setup', 1);
+      await makeSchema();
       const woken: string[] = [];
       const unwatch = store.watch(() => woken.push('follower'));
       const unobserve = store.watch(() => woken.push('observer'), { elections: true });
@@ -345,12 +351,13 @@ describe('postgresLeaseStore', () => {
   describe('fenced', () => {
     const ledger = () => `"${test.schema}".ledger`;
     beforeEach(async () => {
-      await acquire('setup', 1); // makes the schema
+      await makeSchema();
       await pool.query(`CREATE TABLE ${ledger()} (id serial, term bigint NOT NULL)`);
     });
 
     it('makes a takeover wait until the fenced transaction ends, so its writes come first', async () => {
       const { lease } = await acquire('a', 300);
+      const seen = await acquire('b'); // a follower's first look: its count starts
       const order: string[] = [];
       const work = fenced(store, { slot: 0, holder: 'a', term: lease.term }, async (client) => {
         await client.query('SELECT pg_sleep(0.6)'); // busy while the lease runs out on the server
@@ -358,7 +365,7 @@ describe('postgresLeaseStore', () => {
         order.push('fenced work committing');
       });
       await until(400);
-      const takeover = store.acquire(0, 'b', Date.now(), 60_000).then((result) => (order.push('taken over'), result));
+      const takeover = store.acquire(0, 'b', at(Date.now()), 60_000, { over: seen.lease }).then((result) => (order.push('taken over'), result));
       await work;
       const taken = await takeover;
       expect(taken.acquired).toBe(true);
@@ -367,6 +374,7 @@ describe('postgresLeaseStore', () => {
 
     it("lets the server end a transaction that stalls past the lease's end, which writes nothing and lets the takeover in", async () => {
       const { lease } = await acquire('a', 300);
+      const seen = await acquire('b');
       const work = fenced(store, { slot: 0, holder: 'a', term: lease.term }, async (client) => {
         await client.query(`INSERT INTO ${ledger()} (term) VALUES ($1)`, [lease.term]);
         await until(2_000); // idle in the transaction, as a stalled process would be
@@ -378,7 +386,7 @@ describe('postgresLeaseStore', () => {
       );
       await until(400);
       const started = Date.now();
-      expect((await store.acquire(0, 'b', Date.now(), 60_000)).acquired).toBe(true);
+      expect((await store.acquire(0, 'b', at(Date.now()), 60_000, { over: seen.lease })).acquired).toBe(true);
       expect(Date.now() - started).toBeLessThan(1_500); // not after the 2 s stall
       expect(await settled).toBe('failed');
       expect((await pool.query(`SELECT count(*)::int AS n FROM ${ledger()}`)).rows[0].n).toBe(0);
@@ -388,7 +396,7 @@ describe('postgresLeaseStore', () => {
     const renewBehindTheRowLock = async (lease: { term: number }, ms: number) => {
       const blocker = await pool.connect();
       await blocker.query(`BEGIN; SELECT * FROM "${test.schema}".worker_leadership FOR UPDATE`);
-      const renewal = store.renew({ slot: 0, holder: 'a', term: lease.term }, Date.now(), 60_000);
+      const renewal = store.renew({ slot: 0, holder: 'a', term: lease.term }, at(Date.now()), 60_000);
       await until(ms);
       await blocker.query('ROLLBACK');
       blocker.release();
@@ -397,16 +405,17 @@ describe('postgresLeaseStore', () => {
 
     it('renews nothing when the renewal waited for the row until after the lease ended, so that a follower takes over at once', async () => {
       const { lease } = await acquire('a', 500);
+      const seen = await acquire('b');
       expect(await renewBehindTheRowLock(lease, 800)).toBe(false);
-      expect((await acquire('b')).acquired).toBe(true);
+      expect((await store.acquire(0, 'b', at(Date.now()), 60_000, { over: seen.lease })).acquired).toBe(true);
     });
 
     it('renews a lease whose row was held for a while if the lease still stood when the wait ended, and an expired lease nobody took', async () => {
       const { lease } = await acquire('a', 2_000);
       expect(await renewBehindTheRowLock(lease, 300)).toBe(true);
-      const { lease: short } = await store.acquire(1, 'c', Date.now(), 1);
+      const { lease: short } = await store.acquire(1, 'c', at(Date.now()), 1);
       await until(20);
-      expect(await store.renew({ slot: 1, holder: 'c', term: short.term }, Date.now(), 60_000)).toBe(true);
+      expect(await store.renew({ slot: 1, holder: 'c', term: short.term }, at(Date.now()), 60_000)).toBe(true);
     });
 
     it("passes the work's own errors through untouched, and rolls back", async () => {

@@ -5,6 +5,7 @@ import { eventually } from '../../../chaos/eventually';
 import { seedStatements } from '../../../chaos/seed-statements';
 import { LeadershipError } from '../../../src';
 import { TemporaryDatabase, temporaryDatabase } from '../../support/temporary-database';
+import { at } from '../../support/clock-reading';
 
 const lease = (holder: string, term: number, slot = 0) => ({ slot, holder, term });
 
@@ -20,7 +21,7 @@ describe('SqliteLeaseStore', () => {
   afterEach(() => db.close());
 
   it('creates the original worker table with exactly its columns, and a companion table for terms', () => {
-    store.renew(lease('a', 1), 0, 1_000); // any operation but read makes what is missing of the schema
+    store.renew(lease('a', 1), at(0), 1_000); // any operation but read makes what is missing of the schema
     expect(db.pragma('table_info(worker_leadership)')).toEqual([
       expect.objectContaining({ name: 'slot', type: 'INTEGER', pk: 1 }),
       expect.objectContaining({ name: 'holder', type: 'TEXT', notnull: 1 }),
@@ -38,7 +39,7 @@ describe('SqliteLeaseStore', () => {
 
   describe('acquire', () => {
     it('takes a free slot, and answers with the lease it wrote', () => {
-      expect(store.acquire(0, 'a', 1_000, 300)).toEqual({
+      expect(store.acquire(0, 'a', at(1_000), 300)).toEqual({
         acquired: true,
         lease: { holder: 'a', term: 1, expiresAt: 1_300 },
         expiresIn: 300,
@@ -47,8 +48,8 @@ describe('SqliteLeaseStore', () => {
     });
 
     it('does not take a live lease, and answers with it', () => {
-      store.acquire(0, 'a', 1_000, 300);
-      expect(store.acquire(0, 'b', 1_100, 300)).toEqual({
+      store.acquire(0, 'a', at(1_000), 300);
+      expect(store.acquire(0, 'b', at(1_100), 300)).toEqual({
         acquired: false,
         lease: { holder: 'a', term: 1, expiresAt: 1_300 },
         expiresIn: 200,
@@ -56,23 +57,64 @@ describe('SqliteLeaseStore', () => {
     });
 
     it('treats the expiry millisecond as live and the next one as expired (expires_at < now, as the original)', () => {
-      store.acquire(0, 'a', 1_000, 300);
-      expect(store.acquire(0, 'b', 1_300, 300).acquired).toBe(false);
-      expect(store.acquire(0, 'b', 1_301, 300)).toEqual({
+      store.acquire(0, 'a', at(1_000), 300);
+      expect(store.acquire(0, 'b', at(1_300), 300).acquired).toBe(false);
+      expect(store.acquire(0, 'b', at(1_301), 300)).toEqual({
         acquired: true,
         lease: { holder: 'b', term: 2, expiresAt: 1_601 },
         expiresIn: 300,
       });
     });
 
+    describe('on a wall clock that steps', () => {
+      const on = (clock: string, now: number, wall: number) => ({ clock, now, wall });
+
+      it('judges a tenure of ours by its deadline on the reader’s clock: a step forward takes nothing, a step back keeps nothing', () => {
+        store.acquire(0, 'a', on('host', 1_000, 50_000), 300);
+        expect(row()).toEqual({ holder: 'a', expires_at: 50_300 }); // the original worker's Unix ms, by the wall clock
+        // The wall clock ten minutes ahead: the lease still stands until 1_300 on the host's clock.
+        expect(store.acquire(0, 'b', on('host', 1_300, 650_000), 300)).toMatchObject({ acquired: false, expiresIn: 0 });
+        // The wall clock ten minutes back: the lease ended at 1_300 all the same.
+        expect(store.acquire(0, 'b', on('host', 1_301, -550_000), 300)).toMatchObject({ acquired: true, lease: { holder: 'b', term: 2 } });
+      });
+
+      it('renews the deadline with the row, in the same transaction', () => {
+        const { lease: taken } = store.acquire(0, 'a', on('host', 1_000, 50_000), 300);
+        expect(store.renew(lease('a', taken.term), on('host', 1_200, 900_000), 300)).toBe(true);
+        expect(store.look(0, on('host', 1_400, 0))).toMatchObject({ expiresIn: 100 });
+        expect(store.acquire(0, 'b', on('host', 1_500, 1_200_000), 300).acquired).toBe(false);
+      });
+
+      it('judges by the wall clock, as the original worker does, a deadline on another clock (another boot, another scheduler)', () => {
+        store.acquire(0, 'a', on('host before the reboot', 1_000, 50_000), 300);
+        expect(store.acquire(0, 'b', on('host', 9_999_999, 50_300), 300).acquired).toBe(false);
+        expect(store.acquire(0, 'b', on('host', 0, 50_301), 300).acquired).toBe(true);
+      });
+
+      it("judges the original worker's tenures by the wall clock: a deadline of the tenure before it counts for nothing", () => {
+        store.acquire(0, 'a', on('host', 1_000, 50_000), 300);
+        seedStatements(db, 'rust', 300).tryAcquire(60_000); // its take-over, by the wall clock: a new term
+        expect(store.look(0, on('host', 1_001, 60_100))).toEqual({ lease: { holder: 'rust', term: 2, expiresAt: 60_300 }, expiresIn: 200 });
+        expect(store.acquire(0, 'b', on('host', 1_001, 60_301), 300).acquired).toBe(true);
+      });
+
+      it('checks a fenced lease by its deadline too: a step forward refuses no write, a step back lets none through', () => {
+        const { lease: taken } = store.acquire(0, 'a', on('host', 1_000, 50_000), 300);
+        db.exec('CREATE TABLE IF NOT EXISTS fenced_rows (n INTEGER)');
+        const write = (now: ReturnType<typeof on>) => store.fenced(lease('a', taken.term), () => now, () => db.exec('INSERT INTO fenced_rows VALUES (1)'));
+        expect(() => write(on('host', 1_300, 900_000))).not.toThrow();
+        expect(() => write(on('host', 1_301, 0))).toThrow(expect.objectContaining({ code: 'LEASE_LOST' }));
+      });
+    });
+
     it('takes its own live lease back as a new tenure with a greater term', () => {
-      store.acquire(0, 'a', 1_000, 300);
-      expect(store.acquire(0, 'a', 1_100, 300).lease.term).toBe(2);
+      store.acquire(0, 'a', at(1_000), 300);
+      expect(store.acquire(0, 'a', at(1_100), 300).lease.term).toBe(2);
     });
 
     it('keeps slots independent', () => {
-      expect(store.acquire(0, 'a', 1_000, 300).acquired).toBe(true);
-      expect(store.acquire(1, 'b', 1_000, 300)).toEqual({
+      expect(store.acquire(0, 'a', at(1_000), 300).acquired).toBe(true);
+      expect(store.acquire(1, 'b', at(1_000), 300)).toEqual({
         acquired: true,
         lease: { holder: 'b', term: 1, expiresAt: 1_300 },
         expiresIn: 300,
@@ -95,7 +137,7 @@ describe('SqliteLeaseStore', () => {
       installSqliteSchema(ours); // made once, waiting for the lock as configured
       other.exec('BEGIN IMMEDIATE');
       const started = Date.now();
-      const attempt = () => sqliteLeaseStore(ours).acquire(0, 'a', 1_000, 300, { waitForLock: false });
+      const attempt = () => sqliteLeaseStore(ours).acquire(0, 'a', at(1_000), 300, { waitForLock: false });
       expect(attempt).toThrow(expect.objectContaining({ code: 'DATABASE_BUSY' }) as LeadershipError);
       expect(Date.now() - started).toBeLessThan(1_000); // generous: the busy timeout is 2 s
       expect(ours.pragma('busy_timeout', { simple: true })).toBe(2_000);
@@ -109,9 +151,9 @@ describe('SqliteLeaseStore', () => {
       const changes: string[] = [];
       const unwatch = ours.watch((origin) => changes.push(origin));
       expect(ours.isWatching()).toBe(true);
-      const { lease } = theirs.acquire(0, 'b', 1_000, 300);
+      const { lease } = theirs.acquire(0, 'b', at(1_000), 300);
       await eventually('the acquisition reported', () => changes.length === 1);
-      theirs.renew({ slot: 0, holder: 'b', term: lease.term }, 1_000, 400);
+      theirs.renew({ slot: 0, holder: 'b', term: lease.term }, at(1_000), 400);
       other.exec('INSERT INTO jobs DEFAULT VALUES');
       theirs.release({ slot: 0, holder: 'b', term: lease.term });
       // Events come in order: had the renewal or the insert been reported, they would be here by now.
@@ -131,7 +173,7 @@ describe('SqliteLeaseStore', () => {
     const places = () => db.prepare('SELECT place, holder, expires_at FROM worker_leadership_standby ORDER BY place').all();
 
     it('go to the first followers that ask, as many as there are places', () => {
-      expect(['a', 'b', 'c', 'd'].map((holder) => store.standBy(0, holder, 1_000, 300, 3))).toEqual([true, true, true, false]);
+      expect(['a', 'b', 'c', 'd'].map((holder) => store.standBy(0, holder, at(1_000), 300, 3))).toEqual([true, true, true, false]);
       expect(places()).toEqual([
         { place: 0, holder: 'a', expires_at: 1_300 },
         { place: 1, holder: 'b', expires_at: 1_300 },
@@ -140,20 +182,20 @@ describe('SqliteLeaseStore', () => {
     });
 
     it('are kept by renewing them, and taken by another once expired', () => {
-      store.standBy(0, 'a', 1_000, 300, 1);
-      expect(store.standBy(0, 'a', 1_200, 300, 1)).toBe(true);
-      expect(store.standBy(0, 'b', 1_500, 300, 1)).toBe(false); // the expiry millisecond is still a's
-      expect(store.standBy(0, 'b', 1_501, 300, 1)).toBe(true);
-      expect(store.standBy(0, 'a', 1_502, 300, 1)).toBe(false);
+      store.standBy(0, 'a', at(1_000), 300, 1);
+      expect(store.standBy(0, 'a', at(1_200), 300, 1)).toBe(true);
+      expect(store.standBy(0, 'b', at(1_500), 300, 1)).toBe(false); // the expiry millisecond is still a's
+      expect(store.standBy(0, 'b', at(1_501), 300, 1)).toBe(true);
+      expect(store.standBy(0, 'a', at(1_502), 300, 1)).toBe(false);
     });
 
     it('are given up by leaving, and by winning the slot', () => {
-      store.standBy(0, 'a', 1_000, 300, 2);
-      store.standBy(0, 'b', 1_000, 300, 2);
+      store.standBy(0, 'a', at(1_000), 300, 2);
+      store.standBy(0, 'b', at(1_000), 300, 2);
       store.leaveStandby(0, 'a');
-      store.acquire(0, 'b', 1_000, 300);
+      store.acquire(0, 'b', at(1_000), 300);
       expect(places()).toEqual([]);
-      expect(store.standBy(1, 'b', 1_000, 300, 2)).toBe(true); // slots have places of their own
+      expect(store.standBy(1, 'b', at(1_000), 300, 2)).toBe(true); // slots have places of their own
     });
   });
 
@@ -161,7 +203,7 @@ describe('SqliteLeaseStore', () => {
     it('never go back across releases: the term outlives the row', () => {
       const terms = [];
       for (const holder of ['a', 'b', 'a']) {
-        const { lease: taken } = store.acquire(0, holder, 1_000, 300);
+        const { lease: taken } = store.acquire(0, holder, at(1_000), 300);
         terms.push(taken.term);
         store.release(lease(holder, taken.term));
       }
@@ -175,54 +217,54 @@ describe('SqliteLeaseStore', () => {
       expect(store.read(0)).toEqual({ holder: 'rust', term: 1, expiresAt: 1_300 });
       seed.renew(1_100);
       expect(store.read(0)?.term).toBe(1);
-      store.acquire(0, 'a', 1_401, 300);
+      store.acquire(0, 'a', at(1_401), 300);
       seed.tryAcquire(1_702); // the take-over UPDATE
       expect(store.read(0)).toEqual({ holder: 'rust', term: 3, expiresAt: 2_002 });
       seed.release(); // DELETE
-      expect(store.acquire(0, 'a', 1_800, 300).lease.term).toBe(4);
+      expect(store.acquire(0, 'a', at(1_800), 300).lease.term).toBe(4);
     });
   });
 
   describe("the original worker's test scenarios, on this store", () => {
     it('three candidates, one leader', () => {
-      const won = ['a', 'b', 'c'].filter((holder) => store.acquire(0, holder, 1_000, 300).acquired);
+      const won = ['a', 'b', 'c'].filter((holder) => store.acquire(0, holder, at(1_000), 300).acquired);
       expect(won).toEqual(['a']);
     });
 
     it('a leader that stops renewing expires, and a new one acquires', () => {
-      store.acquire(0, 'a', 1_000, 300);
-      expect(store.acquire(0, 'b', 1_200, 300).acquired).toBe(false);
-      expect(store.acquire(0, 'b', 1_301, 300).acquired).toBe(true);
+      store.acquire(0, 'a', at(1_000), 300);
+      expect(store.acquire(0, 'b', at(1_200), 300).acquired).toBe(false);
+      expect(store.acquire(0, 'b', at(1_301), 300).acquired).toBe(true);
     });
 
     it('release removes its own row', () => {
-      store.acquire(0, 'a', 1_000, 300);
+      store.acquire(0, 'a', at(1_000), 300);
       expect(store.release(lease('a', 1))).toBe(true);
       expect(row()).toBeUndefined();
     });
 
     it('release twice is fine', () => {
-      store.acquire(0, 'a', 1_000, 300);
+      store.acquire(0, 'a', at(1_000), 300);
       store.release(lease('a', 1));
       expect(store.release(lease('a', 1))).toBe(false);
     });
 
     it("a late release by a superseded holder leaves the new holder's lease alone", () => {
-      store.acquire(0, 'a', 1_000, 300);
-      store.acquire(0, 'b', 1_301, 300);
+      store.acquire(0, 'a', at(1_000), 300);
+      store.acquire(0, 'b', at(1_301), 300);
       expect(store.release(lease('a', 1))).toBe(false);
       expect(row()).toEqual({ holder: 'b', expires_at: 1_601 });
     });
 
     it('release without acquire changes nothing', () => {
-      store.acquire(0, 'a', 1_000, 300);
+      store.acquire(0, 'a', at(1_000), 300);
       expect(store.release(lease('b', 1))).toBe(false);
       expect(row()).toEqual({ holder: 'a', expires_at: 1_300 });
     });
 
     it('release touches only its own slot, where the original forgot the slot', () => {
-      store.acquire(0, 'a', 1_000, 300);
-      store.acquire(1, 'a', 1_000, 300);
+      store.acquire(0, 'a', at(1_000), 300);
+      store.acquire(1, 'a', at(1_000), 300);
       store.release(lease('a', 1, 1));
       expect(row(0)).toEqual({ holder: 'a', expires_at: 1_300 });
       expect(row(1)).toBeUndefined();
@@ -233,15 +275,15 @@ describe('SqliteLeaseStore', () => {
     it('neither takes a live lease of the other', () => {
       installSqliteSchema(db);
       const seed = seedStatements(db, 'rust', 300);
-      expect(store.acquire(0, 'a', 1_000, 300).acquired).toBe(true);
+      expect(store.acquire(0, 'a', at(1_000), 300).acquired).toBe(true);
       expect(seed.tryAcquire(1_300)).toBe(false);
       expect(seed.tryAcquire(1_301)).toBe(true);
-      expect(store.acquire(0, 'a', 1_601, 300).acquired).toBe(false);
-      expect(store.renew(lease('a', 1), 1_601, 99)).toBe(false);
+      expect(store.acquire(0, 'a', at(1_601), 300).acquired).toBe(false);
+      expect(store.renew(lease('a', 1), at(1_601), 99)).toBe(false);
     });
 
     it('lets the original worker acquire right after our release', () => {
-      store.acquire(0, 'a', 1_000, 300);
+      store.acquire(0, 'a', at(1_000), 300);
       store.release(lease('a', 1));
       expect(seedStatements(db, 'rust', 300).tryAcquire(1_001)).toBe(true);
     });

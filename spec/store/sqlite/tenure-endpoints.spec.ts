@@ -11,6 +11,7 @@ import { TenureEndpoints } from '../../../src/store/sqlite/tenure-endpoints';
 import { ChildWorker } from '../../support/child-worker';
 import { endpointSockets, watcherCount } from '../../../chaos/endpoint-sockets';
 import { temporaryDatabase, TemporaryDatabase } from '../../support/temporary-database';
+import { at } from '../../support/clock-reading';
 
 // Real sockets beside a real file. A follower here is a store's watch in this process; a
 // leader is a store in this process or a worker in a process of its own, to be killed.
@@ -42,7 +43,7 @@ describe('tenure endpoints', () => {
 
   it('opens with the tenure, before anyone can read it, with the database file’s permissions, and closes with the release', () => {
     const store = sqliteLeaseStore(database.open());
-    const { acquired, lease } = store.acquire(0, 'a', Date.now(), 60_000);
+    const { acquired, lease } = store.acquire(0, 'a', at(Date.now()), 60_000);
     expect(acquired).toBe(true);
     // acquire returns only once it committed, and the endpoint opened before that: it is there now.
     expect(endpointSockets(database.file)).toEqual([expect.objectContaining({ state: 'listening' })]);
@@ -56,8 +57,8 @@ describe('tenure endpoints', () => {
   it('keeps one endpoint per slot: a new tenure through the same connection closes the earlier one', () => {
     const store = sqliteLeaseStore(database.open());
     // The same holder taking its own row again starts a new tenure each time.
-    for (let i = 0; i < 50; i++) expect(store.acquire(0, 'a', Date.now(), 60_000).acquired).toBe(true);
-    store.acquire(1, 'a', Date.now(), 60_000);
+    for (let i = 0; i < 50; i++) expect(store.acquire(0, 'a', at(Date.now()), 60_000).acquired).toBe(true);
+    store.acquire(1, 'a', at(Date.now()), 60_000);
     expect(endpointSockets(database.file).filter((socket) => socket.state === 'listening')).toHaveLength(2);
     expect(socketFiles()).toHaveLength(2);
   });
@@ -88,7 +89,7 @@ describe('tenure endpoints', () => {
 
   it('proves the end of a tenure its holder gave up: the listener removed its file as it closed', async () => {
     const store = sqliteLeaseStore(database.open());
-    const { lease } = store.acquire(0, 'a', Date.now(), 60_000);
+    const { lease } = store.acquire(0, 'a', at(Date.now()), 60_000);
     const { ended } = watch({ slot: 0, holder: 'a', term: lease.term });
     await eventually('the follower connected', () => watcherCount(database.file) === 1);
     store.release({ slot: 0, holder: 'a', term: lease.term });
@@ -97,7 +98,7 @@ describe('tenure endpoints', () => {
 
   it('proves nothing while the connection stays open, whatever happens to the file', async () => {
     const store = sqliteLeaseStore(database.open());
-    const { lease } = store.acquire(0, 'a', Date.now(), 60_000);
+    const { lease } = store.acquire(0, 'a', at(Date.now()), 60_000);
     const tenure = { slot: 0, holder: 'a', term: lease.term };
     const { follower, ended } = watch(tenure);
     await eventually('the follower connected', () => watcherCount(database.file) === 1);
@@ -129,7 +130,7 @@ describe('tenure endpoints', () => {
 
     if (process.getuid?.() === 0) {
       const store = sqliteLeaseStore(database.open());
-      const { lease: own } = store.acquire(0, 'c', Date.now(), 60_000);
+      const { lease: own } = store.acquire(0, 'c', at(Date.now()), 60_000);
       chownSync(endpoints.pathOf({ slot: 0, holder: 'c', term: own.term })!, 12345, 12345);
       const foreign = watch({ slot: 0, holder: 'c', term: own.term });
       await eventually('the watch given up', () => !foreign.follower.watching);
@@ -144,7 +145,7 @@ describe('tenure endpoints', () => {
     mkdirSync(folder);
     const [leader, follower] = [new Database(join(folder, 'leader.db')), new Database(join(folder, 'leader.db'))];
     try {
-      const { acquired, lease } = sqliteLeaseStore(leader).acquire(0, 'a', Date.now(), 60_000);
+      const { acquired, lease } = sqliteLeaseStore(leader).acquire(0, 'a', at(Date.now()), 60_000);
       expect(acquired).toBe(true);
       expect(readdirSync(folder).filter((name) => name.includes('-leadership-'))).toEqual([]);
       expect(sqliteLeaseStore(follower).watchTenure({ slot: 0, holder: lease.holder, term: lease.term }, () => undefined).watching).toBe(false);
@@ -156,7 +157,7 @@ describe('tenure endpoints', () => {
 
   it('is not inherited by the leader’s child processes: neither the listening socket nor its followers’ connections', async () => {
     const store = sqliteLeaseStore(database.open());
-    const { lease } = store.acquire(0, 'a', Date.now(), 60_000);
+    const { lease } = store.acquire(0, 'a', at(Date.now()), 60_000);
     const tenure = { slot: 0, holder: 'a', term: lease.term };
     watch(tenure); // a follower in this process: both ends of its connection are here
     await eventually('the follower connected', () => watcherCount(database.file) === 1);

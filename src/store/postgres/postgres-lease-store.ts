@@ -3,7 +3,7 @@ import { ulid } from 'ulid';
 import { argumentError, expectConfig, expectInteger, expectObject, expectString, MAX_DELAY } from '../../argument-check';
 import { Lease } from '../../leadership-event';
 import { checkLease } from '../lease-check';
-import { AcquireOptions, AcquireResult, ChangeOrigin, LeaseReader, LeaseRecord, LeaseStore, LeaseView, WatchOptions } from '../lease-store';
+import { AcquireOptions, AcquireResult, ChangeOrigin, ClockReading, LeaseChange, LeaseReader, LeaseRecord, LeaseStore, LeaseView, WatchOptions } from '../lease-store';
 import { LeadershipError } from '../../leadership-error';
 import { ChangeListeners } from '../change-listeners';
 import { toLeadershipError } from './postgres-error';
@@ -73,23 +73,40 @@ interface Row extends QueryResultRow {
   holder: string;
   term: string;
   expires_at: string;
+  /** The lease's length as its holder wrote it; `null` for a row written by an earlier version. */
+  lease_ms: string | null;
   now: string;
 }
 
+/**
+ * The lease's length, read whether or not the table has the column yet (an observer may
+ * read a table that only an earlier version's candidates wrote).
+ */
+const leaseLength = `(to_jsonb(lease) ->> 'lease_ms')::bigint AS lease_ms`;
+
 function statementsFor({ table, termSequence }: { table: string; termSequence: string }) {
-  // $3 is the lease's length: the server's clock sets its end. Taking a free, expired or own
-  // row draws a new term from the sequence, evaluated under the row's lock, after every
-  // tenure granted before. Observers that listen hear of the election when it commits.
-  const upsert = ({ from = '', where = '' } = {}) => `INSERT INTO ${table} AS lease (slot, holder, expires_at, term)
-        SELECT $1, $2, clock.now + $3, nextval('${termSequence}') FROM ${from}(SELECT ${serverNow} AS now) AS clock ${where}
+  // $3 is the lease's length: the server's clock sets its end, and the row keeps the length.
+  // Taking a free, expired or own row draws a new term from the sequence, evaluated under the
+  // row's lock, after every tenure granted before. Observers that listen hear of the election
+  // when it commits.
+  //
+  // The server's clock may step, so a lease our candidates wrote (it has its length) is never
+  // judged by it: it is taken only as exactly the lease ($5, $6, $7: holder, term, expiry)
+  // that the follower watched unchanged for that length on its own monotonic clock (see
+  // LeaseObservation), which a renewal or a takeover meanwhile changes. A row without a
+  // length, from an earlier version, is judged by the server's clock, as it was then.
+  const upsert = ({ from = '', where = '' } = {}) => `INSERT INTO ${table} AS lease (slot, holder, expires_at, term, lease_ms)
+        SELECT $1, $2, clock.now + $3, nextval('${termSequence}'), $3 FROM ${from}(SELECT ${serverNow} AS now) AS clock ${where}
         ON CONFLICT (slot) DO UPDATE
-          SET holder = excluded.holder, expires_at = excluded.expires_at, term = nextval('${termSequence}')
-          WHERE lease.expires_at < excluded.expires_at - $3 OR lease.holder = excluded.holder
-        RETURNING holder, term, expires_at, expires_at - $3 AS now`;
+          SET holder = excluded.holder, expires_at = excluded.expires_at, term = nextval('${termSequence}'), lease_ms = excluded.lease_ms
+          WHERE lease.holder = excluded.holder
+            OR (lease.lease_ms IS NULL AND lease.expires_at < excluded.expires_at - $3)
+            OR (lease.holder = $5 AND lease.term = $6 AND lease.expires_at = $7)
+        RETURNING holder, term, expires_at, lease_ms, expires_at - $3 AS now`;
   return {
-    read: `SELECT holder, term, expires_at, ${serverNow} AS now FROM ${table} WHERE slot = $1`,
+    read: `SELECT holder, term, expires_at, ${leaseLength}, ${serverNow} AS now FROM ${table} AS lease WHERE slot = $1`,
     take: `WITH taken AS (${upsert()})
-      SELECT holder, term, expires_at, now, pg_notify('${channel}', $4) FROM taken`,
+      SELECT holder, term, expires_at, lease_ms, now, pg_notify('${channel}', $4) FROM taken`,
     // The same for an attempt that every follower makes when a release is announced: only
     // the one that gets the slot's gate (an advisory lock held until the statement commits)
     // writes; the others learn it at once (`open` false) and step aside, rather than
@@ -98,7 +115,7 @@ function statementsFor({ table, termSequence }: { table: string; termSequence: s
     // The gate's key is the election's payload (this table) and the slot.
     takeInCrowd: `WITH gate AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtextextended($4, $1)) AS open),
       taken AS (${upsert({ from: 'gate, ', where: 'WHERE gate.open' })})
-      SELECT gate.open, taken.holder, taken.term, taken.expires_at, taken.now,
+      SELECT gate.open, taken.holder, taken.term, taken.expires_at, taken.lease_ms, taken.now,
         CASE WHEN taken.holder IS NOT NULL THEN pg_notify('${channel}', $4) END AS notified
       FROM gate LEFT JOIN taken ON true`,
     // The row's lock comes first, the clock after it (a select with FOR UPDATE is never merged
@@ -108,9 +125,13 @@ function statementsFor({ table, termSequence }: { table: string; termSequence: s
     // before the followers queued behind it and bring the lease back for a leader that is
     // not there. A lease that had ended before the renewal arrived is renewed if nobody
     // took it, as on SQLite.
-    renew: `UPDATE ${table} SET expires_at = ${serverNow} + $4 WHERE slot = $1 AND holder = $2 AND term = $3
-      AND (SELECT lease.expires_at >= ${serverNow} OR lease.expires_at < ${arrival}
-        FROM (SELECT expires_at FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease)`,
+    // Followers that time the lease by watching it (the standbys listen) hear of it at once.
+    renew: `WITH renewed AS (UPDATE ${table} SET expires_at = ${serverNow} + $4, lease_ms = $4
+        WHERE slot = $1 AND holder = $2 AND term = $3
+        AND (SELECT lease.expires_at >= ${serverNow} OR lease.expires_at < ${arrival}
+          FROM (SELECT expires_at FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease)
+        RETURNING slot)
+      SELECT pg_notify('${channel}', $5) FROM renewed`,
     // Deletes the row, as the original worker does, and wakes the followers that listen.
     release: `WITH released AS (DELETE FROM ${table} WHERE slot = $1 AND holder = $2 AND term = $3 RETURNING slot)
       SELECT pg_notify('${channel}', $4) FROM released`,
@@ -118,8 +139,8 @@ function statementsFor({ table, termSequence }: { table: string; termSequence: s
     // Standby places: the first free of `$2` advisory locks of the slot, on the session.
     standBy: `SELECT place FROM generate_series(0, $2::int - 1) AS place WHERE pg_try_advisory_lock(hashtext($1), place) LIMIT 1`,
     leaveStandby: `SELECT pg_advisory_unlock(hashtext($1), $2::int)`,
-    lockForFencing: `SELECT lease.holder, lease.term, lease.expires_at, ${serverNow} AS now
-      FROM (SELECT holder, term, expires_at FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease`,
+    lockForFencing: `SELECT lease.holder, lease.term, lease.expires_at, ${leaseLength}, ${serverNow} AS now
+      FROM (SELECT * FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease`,
     // What a candidate needs besides reading: has_table_privilege with several privileges
     // says whether any is held, so each is asked alone. nextval needs USAGE or UPDATE.
     privileges: `SELECT current_user AS role, pg_is_in_recovery() AS standby,
@@ -133,9 +154,39 @@ function toRecord(row: Row): LeaseRecord {
   return { holder: row.holder, term: Number(row.term), expiresAt: Number(row.expires_at) };
 }
 
-/** The row with the time it had left by the server's clock, read in the same statement. */
+/**
+ * The row with the time it had left by the server's clock, read in the same statement, and
+ * for a lease that says its length, that length: its readers time it themselves.
+ */
 function toView(row: Row): LeaseView {
-  return { lease: toRecord(row), expiresIn: Number(row.expires_at) - Number(row.now) };
+  const view = { lease: toRecord(row), expiresIn: Number(row.expires_at) - Number(row.now) };
+  return row.lease_ms === null || row.lease_ms === undefined ? view : { ...view, observeFor: Number(row.lease_ms) };
+}
+
+/**
+ * Whether `row` keeps a follower off the slot: a lease that says its length stands until
+ * the follower watched it unchanged for that length (`over`); one without, until the
+ * server's clock passes its end.
+ */
+function stands(row: Row, over: LeaseRecord | undefined): boolean {
+  if (row.lease_ms !== null && row.lease_ms !== undefined) {
+    const lease = toRecord(row);
+    return over === undefined || lease.holder !== over.holder || lease.term !== over.term || lease.expiresAt !== over.expiresAt;
+  }
+  return Number(row.expires_at) >= Number(row.now);
+}
+
+/**
+ * How long a fenced transaction may sit idle once it holds the row: what is left of the lease
+ * by the server's clock, or, where a step of that clock makes it nonsense (nothing or more
+ * than the lease), the lease's length. A process stalled inside the transaction then holds
+ * the slot no longer than a lease.
+ */
+function idleBound(row: Row): number {
+  const untilExpiry = Number(row.expires_at) - Number(row.now);
+  const length = row.lease_ms === null ? untilExpiry : Number(row.lease_ms);
+  const bound = untilExpiry > 0 && untilExpiry <= length ? untilExpiry : length;
+  return Math.max(1, Math.min(bound, MAX_DELAY));
 }
 
 /** undefined_table, invalid_schema_name: nothing was created yet, so nobody leads. */
@@ -211,7 +262,7 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
   /** The table and its term sequence, quoted. */
   private readonly qualified: { readonly table: string; readonly termSequence: string };
   /** What is announced on the channel: an election or a release of this table, and no other that shares the server. */
-  private readonly payloads: { readonly elected: string; readonly released: string };
+  private readonly payloads: { readonly elected: string; readonly released: string; readonly renewed: string };
   private schemaReady: Promise<void> | undefined;
   /** Set once a candidate found it may write the table (see `mayCampaign`). */
   private writable: Promise<void> | undefined;
@@ -244,7 +295,7 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
     this.qualified = qualifiedNames(names);
     this.statements = statementsFor(this.qualified);
     const { table } = this.qualified;
-    this.payloads = { elected: `elected ${table}`, released: `released ${table}` };
+    this.payloads = { elected: `elected ${table}`, released: `released ${table}`, renewed: `renewed ${table}` };
     // An idle connection closed by the server or the network is reported here, and would
     // end the process if nobody listened. The next operation simply takes another one.
     pool.on('error', () => undefined);
@@ -255,41 +306,39 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
    * most likely free, so it goes straight to the compare-and-set, one round trip sooner, and
    * only one of the crowd makes it; the others get `DATABASE_BUSY` at once and step aside.
    */
-  acquire(slot: number, holder: string, _now: number, expiresAfter: number, { waitForLock = true }: AcquireOptions = {}): Promise<AcquireResult> {
+  acquire(slot: number, holder: string, now: ClockReading, expiresAfter: number, options: AcquireOptions = {}): Promise<AcquireResult> {
+    const { waitForLock = true, over } = options;
     return this.operation(async () => {
       const answer = (acquired: boolean, row: Row): AcquireResult => ({ acquired, ...toView(row) });
       await this.mayCampaign();
       // Otherwise reading first keeps followers off the row's lock while a live lease stands.
       if (waitForLock) {
         const [seen] = await this.query<Row>(this.statements.read, [slot]);
-        if (seen !== undefined && seen.holder !== holder && Number(seen.expires_at) >= Number(seen.now)) {
-          return answer(false, seen);
-        }
+        if (seen !== undefined && seen.holder !== holder && stands(seen, over)) return answer(false, seen);
       }
-      const [taken] = waitForLock
-        ? await this.query<Row>(this.statements.take, [slot, holder, expiresAfter, this.payloads.elected])
-        : await this.takeInCrowd(slot, holder, expiresAfter);
+      const parameters = [slot, holder, expiresAfter, this.payloads.elected, over?.holder ?? null, over?.term ?? null, over?.expiresAt ?? null];
+      const [taken] = waitForLock ? await this.query<Row>(this.statements.take, parameters) : await this.takeInCrowd(parameters);
       if (taken !== undefined) {
         void this.leaveStandby(slot, holder).catch(nothing); // a leader is nobody's standby
         return answer(true, taken);
       }
-      const [now] = await this.query<Row>(this.statements.read, [slot]);
+      const [seen] = await this.query<Row>(this.statements.read, [slot]);
       // Taken by another in between, or released again since: either way not ours.
-      return now === undefined ? this.acquire(slot, holder, _now, expiresAfter, { waitForLock }) : answer(false, now);
+      return seen === undefined ? this.acquire(slot, holder, now, expiresAfter, options) : answer(false, seen);
     });
   }
 
   /** The crowd's compare-and-set (see the statement); `DATABASE_BUSY` for those who did not get the gate. */
-  private async takeInCrowd(slot: number, holder: string, expiresAfter: number): Promise<Row[]> {
-    const [result] = await this.query<Row & { open: boolean }>(this.statements.takeInCrowd, [slot, holder, expiresAfter, this.payloads.elected]);
+  private async takeInCrowd(parameters: unknown[]): Promise<Row[]> {
+    const [result] = await this.query<Row & { open: boolean }>(this.statements.takeInCrowd, parameters);
     if (!result.open) throw new LeadershipError('DATABASE_BUSY', 'Another candidate of the crowd is taking the slot');
     return result.holder === null ? [] : [result];
   }
 
-  renew({ slot, holder, term }: Lease, _now: number, expiresAfter: number): Promise<boolean> {
+  renew({ slot, holder, term }: Lease, _now: ClockReading, expiresAfter: number): Promise<boolean> {
     return this.operation(async () => {
-      const result = await this.statement(this.statements.renew, [slot, holder, term, expiresAfter]);
-      return result.rowCount === 1;
+      const rows = await this.query(this.statements.renew, [slot, holder, term, expiresAfter, this.payloads.renewed]);
+      return rows.length === 1;
     });
   }
 
@@ -311,7 +360,7 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
    * notifications cannot work (PgBouncer's transaction mode), there are no places: every
    * follower polls as a standby would.
    */
-  standBy(slot: number, holder: string, _now: number, _expiresAfter: number, places: number): Promise<boolean> {
+  standBy(slot: number, holder: string, _now: ClockReading, _expiresAfter: number, places: number): Promise<boolean> {
     const key = placeOf(slot, holder);
     return this.operation(async () => {
       this.seekingPlaces++;
@@ -352,8 +401,8 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
     return `${this.payloads.released} ${slot}`;
   }
 
-  /** Releases are reported to every listener; elections only to those that ask (observers). */
-  watch(listener: (origin: ChangeOrigin) => void, options?: WatchOptions): () => void {
+  /** Releases are reported to every listener; elections and renewals only to those that ask. */
+  watch(listener: (origin: ChangeOrigin, change: LeaseChange) => void, options?: WatchOptions): () => void {
     return this.listeners.add(listener, options);
   }
 
@@ -367,7 +416,7 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
    * clock, or `undefined` when there is none. Never writes, so it creates nothing: before
    * any candidate made the table, nobody leads.
    */
-  look(slot: number): Promise<LeaseView | undefined> {
+  look(slot: number, _now?: ClockReading): Promise<LeaseView | undefined> {
     if (this.listeners.any) this.startListening();
     return (async () => {
       try {
@@ -400,9 +449,12 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
         // row (and the slot) until the server notices the dead connection, hours later.
         await client.query(`SET LOCAL idle_in_transaction_session_timeout = ${this.queryTimeout}`);
         const [row] = (await client.query<Row>(this.config(this.statements.lockForFencing, [lease.slot]))).rows;
-        checkLease(lease, row && toRecord(row), (record) => record.expiresAt >= Number(row.now));
-        const untilExpiry = Number(row.expires_at) - Number(row.now);
-        await client.query(`SET LOCAL idle_in_transaction_session_timeout = ${Math.max(1, Math.min(untilExpiry, MAX_DELAY))}`);
+        // Holder and term under the row's lock prove that nobody took the slot since the tenure
+        // began, and nobody can until this transaction ends. The server's clock is not asked
+        // whether the lease still stands: it may have stepped, and a leader's writes must not
+        // fail because it did. A row without its length (an earlier version's) is, as then.
+        checkLease(lease, row && toRecord(row), () => row.lease_ms !== null || Number(row.expires_at) >= Number(row.now));
+        await client.query(`SET LOCAL idle_in_transaction_session_timeout = ${idleBound(row)}`);
         inWork = true;
         const result = await work(client);
         inWork = false;
@@ -608,6 +660,7 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
       if (name !== channel) return;
       if (payload === this.payloads.released) this.listeners.notify('anywhere');
       else if (payload === this.payloads.elected) this.listeners.notify('anywhere', 'election');
+      else if (payload === this.payloads.renewed) this.listeners.notify('anywhere', 'renewal');
       else onOther(payload);
     });
     try {

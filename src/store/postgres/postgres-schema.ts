@@ -24,7 +24,10 @@ export function qualifiedNames({ schema, table }: PostgresLeaseTable): { table: 
  * The original worker's row (slot, holder, expires_at in Unix ms) with the term in it. Terms
  * come from a sequence, not from the row: a release deletes the row, as the original does,
  * and a sequence never goes back, whatever is deleted, so every tenure's term is greater
- * than every term granted before, on every slot.
+ * than every term granted before, on every slot. `lease_ms` is the lease's length as its
+ * holder wrote it: the server's clock may step, so followers time a lease by watching it
+ * for that long rather than by comparing `expires_at` with that clock. A table made by an
+ * earlier version gets the column on a candidate's first start.
  */
 const expectedColumns: Record<string, string> = {
   slot: 'bigint',
@@ -40,7 +43,7 @@ const expectedColumns: Record<string, string> = {
  * creation and is never a source of truth for leadership.
  */
 export async function installPostgresSchema(pool: Pool, names: PostgresLeaseTable): Promise<void> {
-  if (await describeTable(pool, names)) return;
+  if ((await describeTable(pool, names)) === 'complete') return;
   const { table, termSequence } = qualifiedNames(names);
   await inTransaction(pool, async (client) => {
     await client.query(`SELECT pg_advisory_xact_lock(hashtext('observe-leadership schema'))`);
@@ -49,16 +52,18 @@ export async function installPostgresSchema(pool: Pool, names: PostgresLeaseTabl
       slot bigint PRIMARY KEY,
       holder text NOT NULL,
       expires_at bigint NOT NULL,
-      term bigint NOT NULL)`);
+      term bigint NOT NULL,
+      lease_ms bigint)`);
+    await client.query(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS lease_ms bigint`);
     await client.query(`CREATE SEQUENCE IF NOT EXISTS ${termSequence}`);
   });
-  if (!(await describeTable(pool, names))) {
+  if ((await describeTable(pool, names)) !== 'complete') {
     throw new LeadershipError('SCHEMA_MISMATCH', `${table} could not be created`);
   }
 }
 
-/** Whether the lease table and its sequence exist (`false` if not); throws if they have another shape. */
-async function describeTable(pool: Pool, names: PostgresLeaseTable): Promise<boolean> {
+/** Whether the lease table, its `lease_ms` and its sequence exist; throws if the table has another shape. */
+async function describeTable(pool: Pool, names: PostgresLeaseTable): Promise<'complete' | 'incomplete'> {
   const { table, termSequence } = qualifiedNames(names);
   // The catalog, not information_schema, which hides what the role has no privilege on: a
   // role that may only read the table must still find the sequence there.
@@ -67,7 +72,7 @@ async function describeTable(pool: Pool, names: PostgresLeaseTable): Promise<boo
      FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped`,
     [table, termSequence],
   );
-  if (rows.length === 0) return false;
+  if (rows.length === 0) return 'incomplete';
   const found = Object.fromEntries(rows.map((row) => [row.column_name, row.data_type]));
   const wrong = Object.entries(expectedColumns).filter(([column, type]) => found[column] !== type);
   if (wrong.length > 0) {
@@ -77,5 +82,9 @@ async function describeTable(pool: Pool, names: PostgresLeaseTable): Promise<boo
       `${table} exists with another shape: expected ${shape}; got ${rows.map((row) => `${row.column_name} ${row.data_type}`).join(', ')}`,
     );
   }
-  return rows[0].sequence; // a missing sequence alone is created with the rest
+  if (found.lease_ms !== undefined && found.lease_ms !== 'bigint') {
+    throw new LeadershipError('SCHEMA_MISMATCH', `${table} exists with another shape: expected lease_ms bigint; got lease_ms ${found.lease_ms}`);
+  }
+  // A missing sequence or length is created with the rest.
+  return rows[0].sequence && found.lease_ms !== undefined ? 'complete' : 'incomplete';
 }

@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { LeadershipError } from '../../leadership-error';
 import { Lease } from '../../leadership-event';
 import { checkLease } from '../lease-check';
-import { AcquireOptions, AcquireResult, ChangeOrigin, isTenure, LeaseReader, LeaseRecord, LeaseStore, LeaseView, TenureWatch } from '../lease-store';
+import { AcquireOptions, AcquireResult, ChangeOrigin, ClockReading, isTenure, LeaseChange, LeaseReader, LeaseRecord, LeaseStore, LeaseView, TenureWatch } from '../lease-store';
 import { ChangeListeners } from '../change-listeners';
 import { toLeadershipError } from './sqlite-error';
 import { installSqliteSchema } from './sqlite-schema';
@@ -21,20 +21,58 @@ import { TenureEndpoints } from './tenure-endpoints';
 const ownTenure = `slot = @slot AND holder = @holder
   AND (SELECT term FROM worker_leadership_term WHERE slot = @slot) = @term`;
 
+/** The slot's row with its term and, for a tenure that wrote one, its deadline on a clock that cannot jump. */
+function leaseJoin({ deadlines = true } = {}): string {
+  return `worker_leadership AS lease
+    LEFT JOIN worker_leadership_term AS term ON term.slot = lease.slot${
+      deadlines
+        ? `
+    LEFT JOIN worker_leadership_deadline AS deadline
+      ON deadline.slot = lease.slot AND deadline.holder = lease.holder AND deadline.term = term.term`
+        : ''
+    }`;
+}
+
+/*
+ * The one test of whether a lease stands, everywhere it is made (a follower's read, the
+ * compare-and-set, fenced, observers): the ms it has left at the reading (`@clock`, `@now`,
+ * `@wall`), standing while >= 0 (`expires_at < now` ends it, as in the original worker). By
+ * the tenure's deadline where its holder wrote one on the reader's clock: a wall clock that
+ * steps changes nothing then. By the wall clock otherwise, as the original worker judges:
+ * its own tenures, a tenure from before this table, a deadline from another boot or another
+ * clock. An expiry that is not a number was written by no valid candidate (the column has
+ * no type check): it counts as expired, or the slot would be stuck forever (text sorts after
+ * numbers).
+ */
+function remaining({ deadlines = true } = {}): string {
+  return `CASE${deadlines ? `
+      WHEN deadline.clock = @clock THEN deadline.expires_at - @now` : ''}
+      WHEN typeof(lease.expires_at) IN ('integer', 'real') THEN lease.expires_at - @wall
+      ELSE -1 END`;
+}
+
+function readText(tables: { terms: boolean; deadlines: boolean }): string {
+  if (!tables.terms) {
+    return `SELECT lease.holder AS holder, 0 AS term, lease.expires_at AS expiresAt, ${remaining({ deadlines: false })} AS expiresIn
+      FROM worker_leadership AS lease WHERE lease.slot = @slot`;
+  }
+  return `SELECT lease.holder AS holder, coalesce(term.term, 0) AS term, lease.expires_at AS expiresAt, ${remaining(tables)} AS expiresIn
+    FROM ${leaseJoin(tables)} WHERE lease.slot = @slot`;
+}
+
 const statementText = {
-  read: `SELECT lease.holder AS holder, coalesce(term.term, 0) AS term, lease.expires_at AS expiresAt
-    FROM worker_leadership AS lease LEFT JOIN worker_leadership_term AS term ON term.slot = lease.slot
-    WHERE lease.slot = ?`,
+  read: readText({ terms: true, deadlines: true }),
   // Sets `holder` even when it is ours already, so that the take-over trigger advances the term.
-  // An expiry that is not a number was written by no valid candidate (the column has no type
-  // check): it counts as expired, or the slot would be stuck forever (text sorts after numbers).
   // A tenure whose end was proven (`endedHolder`, `endedTerm`; NULL otherwise, which matches
   // nothing) may be taken before it expires.
   take: `INSERT INTO worker_leadership (slot, holder, expires_at) VALUES (@slot, @holder, @expiresAt)
     ON CONFLICT (slot) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-    WHERE expires_at < @now OR holder = @holder OR typeof(expires_at) NOT IN ('integer', 'real')
+    WHERE holder = @holder OR (SELECT ${remaining()} FROM ${leaseJoin()} WHERE lease.slot = @slot) < 0
       OR (holder = @endedHolder AND (SELECT term FROM worker_leadership_term WHERE slot = @slot) = @endedTerm)`,
   renew: `UPDATE worker_leadership SET expires_at = @expiresAt WHERE ${ownTenure}`,
+  writeDeadline: `INSERT INTO worker_leadership_deadline (slot, holder, term, clock, expires_at)
+    VALUES (@slot, @holder, @term, @clock, @deadline)
+    ON CONFLICT (slot) DO UPDATE SET holder = excluded.holder, term = excluded.term, clock = excluded.clock, expires_at = excluded.expires_at`,
   release: `DELETE FROM worker_leadership WHERE ${ownTenure}`,
   standbyRead: `SELECT place, holder, expires_at AS expiresAt FROM worker_leadership_standby WHERE slot = ?`,
   standbyClaim: `INSERT INTO worker_leadership_standby (slot, place, holder, expires_at)
@@ -44,11 +82,22 @@ const statementText = {
   standbyLeave: `DELETE FROM worker_leadership_standby WHERE slot = @slot AND holder = @holder`,
 };
 
-interface TakeParameters {
-  slot: number;
+/** A slot's row as read, with the ms its lease has left at the reading (see `remaining`). */
+interface LeaseRow extends LeaseRecord {
+  readonly expiresIn: number;
+}
+
+/** What the statements that judge a lease need of a reading: `clock`, `now`, `wall`. */
+type Judged = ClockReading & { slot: number };
+
+interface TakeParameters extends Judged {
   holder: string;
-  now: number;
   expiresAt: number;
+}
+
+interface DeadlineParameters extends Lease {
+  clock: string;
+  deadline: number;
 }
 
 interface EndedTenure {
@@ -62,15 +111,23 @@ interface StandbyPlace {
   expiresAt: number;
 }
 
+interface StandbyClaim {
+  slot: number;
+  place: number;
+  holder: string;
+  now: number;
+  expiresAt: number;
+}
+
 interface Statements {
-  read: Statement<[number], LeaseRecord>;
+  read: Statement<[Judged], LeaseRow>;
   standbyRead: Statement<[number], StandbyPlace>;
-  standbyClaim: Statement<[TakeParameters & { place: number }]>;
+  standbyClaim: Statement<[StandbyClaim]>;
   standbyLeave: Statement<[{ slot: number; holder: string }]>;
-  renew: Statement<[Lease & { expiresAt: number }]>;
+  acquire: Transaction<(parameters: TakeParameters & EndedTenure, deadline: number) => { acquired: boolean; lease: LeaseRow }>;
+  renew: Transaction<(lease: Lease, now: ClockReading, expiresAfter: number) => boolean>;
   release: Statement<[Lease]>;
-  acquire: Transaction<(parameters: TakeParameters & EndedTenure) => { acquired: boolean; lease: LeaseRecord }>;
-  fenced: Transaction<(lease: Lease, now: () => number, work: () => unknown) => unknown>;
+  fenced: Transaction<(lease: Lease, now: () => ClockReading, work: () => unknown) => unknown>;
 }
 
 function fileIdentity(path: string): { dev: number; ino: number } | undefined {
@@ -91,14 +148,18 @@ function canonicalPath(path: string): string {
   }
 }
 
-/** The lease with its time left at `now`; an expiry that is not a number has none left. */
-function viewAt(lease: LeaseRecord, now: number): LeaseView {
-  return { lease, expiresIn: typeof lease.expiresAt === 'number' ? lease.expiresAt - now : -1 };
+/** The row as a view: the lease, and the time it has left. */
+function viewOf({ holder, term, expiresAt, expiresIn }: LeaseRow): LeaseView {
+  return { lease: { holder, term, expiresAt }, expiresIn };
 }
 
-/** Whether a lease still stands at `now`: `expires_at < now` ends it, as in the original worker. */
-function isLive({ expiresAt }: LeaseRecord, now: number): boolean {
-  return typeof expiresAt === 'number' && expiresAt >= now;
+/**
+ * The end of a lease written at `now` on the reading's clock, rounded up: a follower may
+ * take the slot only once its own reading is past it, and so past the holder's belief,
+ * which counts from when it sent the write, before this reading.
+ */
+function deadlineOf(now: ClockReading, expiresAfter: number): number {
+  return Math.ceil(now.now + expiresAfter);
 }
 
 const stores = new WeakMap<Database, SqliteLeaseStore>();
@@ -119,7 +180,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
   /** Every candidate of a SQLite file shares the host's clock: what is stored is timed by theirs. */
   readonly clock = 'candidate';
   private statements: Statements | undefined;
-  private readOnly: Statement<[number], LeaseRecord> | undefined;
+  private readOnly: Statement<[Judged], LeaseRow> | undefined;
   /** The file this connection opened, as the file system knew it then. */
   private file: { dev: number; ino: number } | undefined;
   private readonly listeners = new ChangeListeners(() => this.startWatching(), () => this.stopWatching());
@@ -139,16 +200,17 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
     this.endpoints = file === undefined ? undefined : new TenureEndpoints(file);
   }
 
-  acquire(slot: number, holder: string, now: number, expiresAfter: number, { waitForLock = true, ended }: AcquireOptions = {}): AcquireResult {
+  acquire(slot: number, holder: string, now: ClockReading, expiresAfter: number, { waitForLock = true, ended }: AcquireOptions = {}): AcquireResult {
     return this.guard((statements) => {
-      const answer = (acquired: boolean, lease: LeaseRecord): AcquireResult => ({ acquired, ...viewAt(lease, now) });
+      const answer = (acquired: boolean, row: LeaseRow): AcquireResult => ({ acquired, ...viewOf(row) });
+      const judged = { slot, clock: now.clock, now: now.now, wall: now.wall };
       // Reading first keeps followers off the write lock while a live lease stands.
-      const seen = statements.read.get(slot);
-      if (seen !== undefined && seen.holder !== holder && isLive(seen, now) && !isTenure(seen, ended)) return answer(false, seen);
-      const parameters = { slot, holder, now, expiresAt: now + expiresAfter, endedHolder: ended?.holder ?? null, endedTerm: ended?.term ?? null };
+      const seen = statements.read.get(judged);
+      if (seen !== undefined && seen.holder !== holder && seen.expiresIn >= 0 && !isTenure(seen, ended)) return answer(false, seen);
+      const parameters = { ...judged, holder, expiresAt: now.wall + expiresAfter, endedHolder: ended?.holder ?? null, endedTerm: ended?.term ?? null };
       const take = () => {
         try {
-          return statements.acquire.immediate(parameters);
+          return statements.acquire.immediate(parameters, deadlineOf(now, expiresAfter));
         } catch (error) {
           // The commit failed (better-sqlite3 commits after the transaction's function): the
           // tenure never was, and nobody may ever reach its endpoint.
@@ -167,8 +229,8 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
     });
   }
 
-  renew(lease: Lease, now: number, expiresAfter: number): boolean {
-    return this.guard((statements) => statements.renew.run({ ...lease, expiresAt: now + expiresAfter }).changes === 1);
+  renew(lease: Lease, now: ClockReading, expiresAfter: number): boolean {
+    return this.guard((statements) => statements.renew.immediate(lease, now, expiresAfter));
   }
 
   /** Frees the slot if it still holds `lease`; this candidate stops proving that it lives either way. */
@@ -199,7 +261,11 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
     return this.endpoints?.watch(lease, onEnded) ?? { watching: false, close: () => undefined };
   }
 
-  standBy(slot: number, holder: string, now: number, expiresAfter: number, places: number): boolean {
+  /**
+   * Standby places are timed by the wall clock: they only decide who is woken first, never
+   * who leads, and a step costs at most a place held for its length by a follower gone.
+   */
+  standBy(slot: number, holder: string, { wall: now }: ClockReading, expiresAfter: number, places: number): boolean {
     const expiresAt = now + expiresAfter;
     return this.guard((statements) => {
       const taken = statements.standbyRead.all(slot);
@@ -216,7 +282,8 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
     this.guard((statements) => statements.standbyLeave.run({ slot, holder }));
   }
 
-  watch(listener: (origin: ChangeOrigin) => void): () => void {
+  /** Releases, and elections by other processes; never renewals, which need no watching here (see LeaseView). */
+  watch(listener: (origin: ChangeOrigin, change: LeaseChange) => void): () => void {
     return this.listeners.add(listener);
   }
 
@@ -225,22 +292,23 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
   }
 
   /**
-   * The slot's current row, expired or not, or `undefined` when there is none. Never writes:
-   * works on a read-only connection, and before the schema exists (then there is no row).
+   * The slot's current lease, expired or not, with the time it has left at `now`, or
+   * `undefined` when there is none: what observers look at. Never writes: works on a
+   * read-only connection, and before the schema exists (then there is no row).
    */
-  read(slot: number): LeaseRecord | undefined {
+  look(slot: number, now: ClockReading): LeaseView | undefined {
     try {
       this.beforeOperation();
-      return this.reader()?.get(slot);
+      const row = this.reader()?.get({ slot, clock: now.clock, now: now.now, wall: now.wall });
+      return row && viewOf(row);
     } catch (error) {
       throw toLeadershipError(error, this.db);
     }
   }
 
-  /** `read`, with the time left at `now`: what observers look at. */
-  look(slot: number, now: number): LeaseView | undefined {
-    const lease = this.read(slot);
-    return lease && viewAt(lease, now);
+  /** The slot's current row, expired or not, or `undefined` when there is none (see `look`). */
+  read(slot: number): LeaseRecord | undefined {
+    return this.look(slot, { clock: '', now: 0, wall: 0 })?.lease;
   }
 
   /**
@@ -248,7 +316,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
    * expired at `now()`, read once the transaction holds the write lock; throws
    * `LeadershipError` `LEASE_LOST`, writing nothing, if not.
    */
-  fenced<T>(lease: Lease, now: () => number, work: () => T): T {
+  fenced<T>(lease: Lease, now: () => ClockReading, work: () => T): T {
     const statements = this.guard((prepared) => prepared);
     // Errors of the user's work pass through untouched; only the library's own are translated.
     let inWork = false;
@@ -302,19 +370,22 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
    * table yet means no lease; a lease table without the terms (only the original worker
    * ever ran) means term 0.
    */
-  private reader(): Statement<[number], LeaseRecord> | undefined {
+  private reader(): Statement<[Judged], LeaseRow> | undefined {
     if (this.statements) return this.statements.read;
     if (this.readOnly) return this.readOnly;
     const tables = this.db
-      .prepare<[], string>(`SELECT name FROM sqlite_master WHERE name IN ('worker_leadership', 'worker_leadership_term')`)
+      .prepare<[], string>(
+        `SELECT name FROM sqlite_master WHERE name IN ('worker_leadership', 'worker_leadership_term', 'worker_leadership_deadline')`,
+      )
       .pluck()
       .all();
     if (!tables.includes('worker_leadership')) return undefined;
-    if (!tables.includes('worker_leadership_term')) {
-      return this.db.prepare(`SELECT holder, 0 AS term, expires_at AS expiresAt FROM worker_leadership WHERE slot = ?`);
-    }
-    this.readOnly = this.db.prepare(statementText.read);
-    return this.readOnly;
+    const terms = tables.includes('worker_leadership_term');
+    const deadlines = tables.includes('worker_leadership_deadline');
+    const statement = this.db.prepare<[Judged], LeaseRow>(readText({ terms, deadlines }));
+    // Kept only once the schema is whole: until then a candidate may yet complete it.
+    if (terms && deadlines) this.readOnly = statement;
+    return statement;
   }
 
   /**
@@ -392,35 +463,46 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
     if (this.db.readonly) throw new LeadershipError('DATABASE_READONLY', 'The database connection is read-only');
     installSqliteSchema(this.db);
     const { db } = this;
-    const read = db.prepare<[number], LeaseRecord>(statementText.read);
-    const take = db.prepare<[TakeParameters]>(statementText.take);
+    const read = db.prepare<[Judged], LeaseRow>(statementText.read);
+    const take = db.prepare<[TakeParameters & EndedTenure]>(statementText.take);
+    const renew = db.prepare<[Lease & { expiresAt: number }]>(statementText.renew);
+    const writeDeadline = db.prepare<[DeadlineParameters]>(statementText.writeDeadline);
     const standbyLeave = db.prepare<[{ slot: number; holder: string }]>(statementText.standbyLeave);
     this.statements = {
       read,
       standbyRead: db.prepare(statementText.standbyRead),
       standbyClaim: db.prepare(statementText.standbyClaim),
       standbyLeave,
-      renew: db.prepare(statementText.renew),
-      release: db.prepare(statementText.release),
       // A leader is nobody's standby: winning gives its standby place up, if it had one. Its
       // endpoint opens before the commit, so that whoever reads the tenure can reach it; if
-      // the commit fails, nobody ever could, and it closes.
-      acquire: db.transaction((parameters: TakeParameters & EndedTenure) => {
+      // the commit fails, nobody ever could, and it closes. The row and the deadline are
+      // written together: nobody ever reads one without the other.
+      acquire: db.transaction((parameters: TakeParameters & EndedTenure, deadline: number) => {
         const acquired = take.run(parameters).changes === 1;
-        const lease = read.get(parameters.slot) as LeaseRecord;
+        const lease = read.get(parameters) as LeaseRow;
         if (acquired) {
-          standbyLeave.run({ slot: parameters.slot, holder: parameters.holder });
           const tenure = { slot: parameters.slot, holder: lease.holder, term: lease.term };
+          writeDeadline.run({ ...tenure, clock: parameters.clock, deadline });
+          standbyLeave.run({ slot: parameters.slot, holder: parameters.holder });
           this.endpoints?.openFor(tenure);
           this.uncommitted = tenure;
+          return { acquired, lease: { ...lease, expiresIn: deadline - parameters.now } };
         }
         return { acquired, lease };
       }),
+      renew: db.transaction((lease: Lease, now: ClockReading, expiresAfter: number) => {
+        if (renew.run({ ...lease, expiresAt: now.wall + expiresAfter }).changes !== 1) return false;
+        writeDeadline.run({ ...lease, clock: now.clock, deadline: deadlineOf(now, expiresAfter) });
+        return true;
+      }),
+      release: db.prepare(statementText.release),
       // The check and the work share one IMMEDIATE transaction: a takeover needs the write
       // lock, so it cannot fall between them, however long this process pauses. The time is
       // read once the lock is held, not before: waiting for the lock may outlast the lease.
-      fenced: db.transaction((held: Lease, now: () => number, runWork: () => unknown) => {
-        checkLease(held, read.get(held.slot), (row) => isLive(row, now()));
+      fenced: db.transaction((held: Lease, now: () => ClockReading, runWork: () => unknown) => {
+        const reading = now();
+        const row = read.get({ slot: held.slot, clock: reading.clock, now: reading.now, wall: reading.wall });
+        checkLease(held, row, () => (row as LeaseRow).expiresIn >= 0);
         return runWork();
       }),
     };

@@ -17,6 +17,15 @@ import { LeadershipError } from '../../leadership-error';
  * IGNORE`: inside a trigger, the conflict policy of the outer statement (our upsert's
  * ABORT) overrides the trigger's own, and the IGNORE would be lost.
  *
+ * Another table holds the end of each tenure's lease on a clock that cannot jump: the
+ * host's monotonic clock, named by its boot (see monotonic-scheduler.ts). `expires_at` in
+ * the row stays the wall clock's Unix ms, as the original worker writes and reads it, but a
+ * wall clock steps, and a follower that judged a lease by it would take a live one after a
+ * step forward, or wait out a dead one for the length of a step back. Our candidates write
+ * both in one transaction; the deadline counts only for the tenure it names (holder and
+ * term), so a tenure the original worker's statements start, which advances the term, is
+ * judged by the wall clock again, as that worker judges it.
+ *
  * A third table holds the standby places of each slot: the few followers that watch for
  * releases, each place a small lease of its own (see the lease store). It only decides who
  * is woken first, never who leads.
@@ -35,6 +44,13 @@ const schema = `
   CREATE TABLE IF NOT EXISTS worker_leadership_term (
     slot INTEGER PRIMARY KEY,
     term INTEGER NOT NULL
+  );
+  CREATE TABLE IF NOT EXISTS worker_leadership_deadline (
+    slot INTEGER PRIMARY KEY,
+    holder TEXT NOT NULL,
+    term INTEGER NOT NULL,
+    clock TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
   );
   CREATE TABLE IF NOT EXISTS worker_leadership_standby (
     slot INTEGER NOT NULL,
@@ -55,6 +71,7 @@ const schema = `
 const schemaObjects = [
   'worker_leadership',
   'worker_leadership_term',
+  'worker_leadership_deadline',
   'worker_leadership_standby',
   'worker_leadership_term_on_insert',
   'worker_leadership_term_on_take',
@@ -70,6 +87,10 @@ interface Shape {
 const expectedShapes: Record<string, Shape> = {
   worker_leadership: { columns: { slot: 'INTEGER', holder: 'TEXT', expires_at: 'INTEGER' }, key: ['slot'] },
   worker_leadership_term: { columns: { slot: 'INTEGER', term: 'INTEGER' }, key: ['slot'] },
+  worker_leadership_deadline: {
+    columns: { slot: 'INTEGER', holder: 'TEXT', term: 'INTEGER', clock: 'TEXT', expires_at: 'INTEGER' },
+    key: ['slot'],
+  },
   worker_leadership_standby: {
     columns: { slot: 'INTEGER', place: 'INTEGER', holder: 'TEXT', expires_at: 'INTEGER' },
     key: ['slot', 'place'],

@@ -1,0 +1,37 @@
+import { beliefOf } from './candidate-registry';
+import { expectInteger, expectObject, expectString } from './argument-check';
+import { MAX_HOLDER_LENGTH } from './leadership-config';
+import { Lease } from './leadership-event';
+
+/**
+ * Whether this process's candidate still believes, at this very moment, that it holds
+ * `lease` (an `elected` or `renewed` event will do): a synchronous check of its own clock,
+ * no database, for right before a side effect that `fenced` cannot cover (an e-mail, an
+ * HTTP call). `false` once the tenure ended, and for a lease of no live candidate of this
+ * process.
+ *
+ * It is more than reading the last event: a process resumed from a pause (a stop, a long
+ * garbage collection, a VM frozen) runs the timers that fell due in the order they were set,
+ * so a job's timer may run before the one that would end the tenure. This check looks at the
+ * clock itself, and a lease found run out ends the tenure here and now: `lost` is emitted
+ * before it returns `false`. `whileLeader` makes the same check before each value it passes
+ * on.
+ *
+ * @example
+ * ```ts
+ * observeLeadership(db).pipe(
+ *   whileLeader((lease) => interval(60_000).pipe(
+ *     tap(() => {
+ *       if (holdsLease(lease)) sendReport();
+ *     }),
+ *   )),
+ * ).subscribe();
+ * ```
+ */
+export function holdsLease(lease: Lease): boolean {
+  expectObject('lease', lease);
+  expectInteger('lease.slot', lease.slot, 0, Number.MAX_SAFE_INTEGER);
+  expectString('lease.holder', lease.holder, MAX_HOLDER_LENGTH);
+  expectInteger('lease.term', lease.term, 1, Number.MAX_SAFE_INTEGER);
+  return beliefOf(lease) === true;
+}
