@@ -38,7 +38,7 @@ import { Pool } from 'pg';
 import { renderChart } from './chart';
 import { fleet, FleetSize } from './fleet';
 import { PoolMode, poolModes, startPgBouncer } from '../chaos/pgbouncer';
-import { Cluster, Comparison, defaults, Distribution, distribution, handoffs, shortLease, takeovers, Timing } from './cluster';
+import { Cluster, coldStarts, Comparison, defaults, Distribution, distribution, handoffs, shortLease, takeovers, Timing } from './cluster';
 
 /** A stopped leader (SIGSTOP) for `pause` ms, once its standbys watch it: who was elected, when, against its lease. */
 export interface StoppedLeaderTrial {
@@ -242,8 +242,8 @@ async function main(): Promise<void> {
   const { smoke, out, journals, runs } = parseArguments(process.argv.slice(2));
   const folder = mkdtempSync(join(os.tmpdir(), 'observe-leadership-bench-'));
   const size = smoke
-    ? { processes: 3, trials: 3, takeoverTrials: 2, baselineTakeoverTrials: 2, scaleProcesses: 6, scaleTrials: 2, idleProcesses: 4, idleScale: 6, idleWarmUp: 1, idleSeconds: 1, calls: 200 }
-    : { processes: 4, trials: 40, takeoverTrials: 20, baselineTakeoverTrials: 3, scaleProcesses: 64, scaleTrials: 15, idleProcesses: 4, idleScale: 64, idleWarmUp: 60, idleSeconds: 240, calls: 20_000 };
+    ? { processes: 3, trials: 3, takeoverTrials: 2, coldStarts: 1, baselineTakeoverTrials: 2, scaleProcesses: 6, scaleTrials: 2, idleProcesses: 4, idleScale: 6, idleWarmUp: 1, idleSeconds: 1, calls: 200 }
+    : { processes: 4, trials: 40, takeoverTrials: 20, coldStarts: 10, baselineTakeoverTrials: 3, scaleProcesses: 64, scaleTrials: 15, idleProcesses: 4, idleScale: 64, idleWarmUp: 60, idleSeconds: 240, calls: 20_000 };
   const fleetSize: FleetSize = smoke
     ? { hosts: 2, perHost: 2, warmUp: 1, idleSeconds: 1, handoffs: 2, takeovers: 2 }
     : { hosts: 8, perHost: 8, warmUp: 30, idleSeconds: 120, handoffs: 40, takeovers: 20 };
@@ -354,7 +354,14 @@ async function main(): Promise<void> {
 
   // The same trials on PostgreSQL, each cluster in a fresh schema of one server.
   let postgres:
-    | { server: string; handoff: Distribution; takeover: Distribution; takeoverPastExpiry: Distribution; pgbouncer: Record<PoolMode, Distribution> }
+    | {
+        server: string;
+        handoff: Distribution;
+        takeover: Distribution;
+        takeoverPastExpiry: Distribution;
+        coldStart: Distribution;
+        pgbouncer: Record<PoolMode, Distribution>;
+      }
     | undefined;
   if (runs('postgres')) {
     const server: PostgresServer = await startPostgresServer();
@@ -365,6 +372,8 @@ async function main(): Promise<void> {
         withCluster('candidate', timing, size.processes, 'delete', body, target(name));
       const handoff = await onPostgres(defaults, (cluster) => handoffs(cluster, size.trials, random), 'handoff');
       const takeover = await onPostgres(shortLease, (cluster) => takeovers(cluster, size.takeoverTrials, random), 'takeover');
+      // What judging leases by watching them costs: a fresh candidate facing a dead leader's row.
+      const coldStart = await withCluster('candidate', shortLease, 1, 'delete', (cluster) => coldStarts(cluster, size.coldStarts), target('cold'));
       const throughPgBouncer = async (mode: PoolMode) =>
         distribution(
           await withCluster('candidate', defaults, size.processes, 'delete', (cluster) => handoffs(cluster, size.trials, random), {
@@ -377,6 +386,7 @@ async function main(): Promise<void> {
         handoff: distribution(handoff),
         takeover: distribution(takeover.fromKill),
         takeoverPastExpiry: distribution(takeover.pastExpiry),
+        coldStart: distribution(coldStart.fromStart),
         pgbouncer: { transaction: await throughPgBouncer('transaction'), session: await throughPgBouncer('session') },
       };
     } finally {
@@ -426,6 +436,7 @@ async function main(): Promise<void> {
       [`on ${postgres.server}: graceful handoff, ${size.processes} processes`, both(postgres.handoff), '', ''],
       [`on ${postgres.server}: crash takeover, expiresAfter ${shortLease.expiresAfter} ms`, both(postgres.takeover), '', ''],
       ['  of which past the lease expiry', both(postgres.takeoverPastExpiry), '', ''],
+      [`on ${postgres.server}: a fresh candidate facing a dead leader's row, from its start`, both(postgres.coldStart), '', ''],
       ...poolModes.map((mode) => [`through PgBouncer, ${mode} mode: graceful handoff, ${size.processes} processes`, both(postgres!.pgbouncer[mode]), '', '']),
     );
   }

@@ -112,7 +112,7 @@ export class Cluster {
 
   /** Pairs of tenures that believed they led at once, by the processes' reports: none, or the election is broken. */
   overlaps(): number {
-    return overlappingBeliefs(this.processes.flatMap((w) => beliefSegments(w.records))).length;
+    return overlappingBeliefs(this.processes.flatMap((w) => beliefSegments(w.records, 'monotonic'))).length;
   }
 
   errors(): number {
@@ -171,12 +171,41 @@ export async function takeovers(
     leader.signal('SIGKILL');
     await leader.exited;
     const elected = await cluster.elected(killedAt, leader);
-    const lastExpiry = Math.max(...leader.records.filter((r) => r.expiresAt !== undefined).map((r) => r.expiresAt!));
     fromKill.push(elected.at - killedAt);
-    pastExpiry.push(elected.at - lastExpiry);
+    pastExpiry.push((elected.mono as number) - lastBeliefEnd(leader));
     const replacement = cluster.spawn();
     await eventually('the replacement campaigning', () => replacement.records.some((r) => r.type === 'subscribed'), 60_000);
   }
   return { fromKill, pastExpiry };
 }
 
+/** The end of the last belief `worker` reported, on the host's monotonic clock. */
+function lastBeliefEnd(worker: WorkerProcess): number {
+  return Math.max(...worker.records.filter((r) => r.monoExpiresAt !== undefined).map((r) => r.monoExpiresAt!));
+}
+
+/**
+ * A candidate that finds a lease nobody it knows watched: the whole cluster (one process)
+ * killed, then a fresh process started. Time from its campaign's start to its `elected`,
+ * and past the dead leader's belief, on the host's monotonic clock. On PostgreSQL it waits
+ * one lease from its first look, whatever the server's clock says of the lease; on SQLite
+ * the deadline tells it at once.
+ */
+export async function coldStarts(cluster: Cluster, trials: number): Promise<{ fromStart: number[]; pastExpiry: number[] }> {
+  const fromStart: number[] = [];
+  const pastExpiry: number[] = [];
+  for (let trial = 0; trial < trials; trial++) {
+    const leader = await cluster.leader();
+    await sleep(cluster.timing.renewEvery / 2);
+    for (const worker of cluster.alive()) worker.signal('SIGKILL');
+    await Promise.all(cluster.processes.map((w) => w.exited));
+    // Long after the lease ended: the server's clock says so, and only watching can tell.
+    await sleep(2 * cluster.timing.expiresAfter);
+    const fresh = cluster.spawn();
+    const subscribed = await eventually('the fresh candidate campaigning', () => fresh.records.find((r) => r.type === 'subscribed'), 60_000);
+    const elected = await eventually('the fresh candidate elected', () => fresh.records.find((r) => r.type === 'elected'), 120_000);
+    fromStart.push((elected.mono as number) - (subscribed.mono as number));
+    pastExpiry.push((elected.mono as number) - lastBeliefEnd(leader));
+  }
+  return { fromStart, pastExpiry };
+}

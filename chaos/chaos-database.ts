@@ -48,7 +48,7 @@ export function sqliteChaosDatabase(file: string, journal: JournalMode): ChaosDa
         return []; // locked, or no table yet
       }
     },
-    ledger: async () => db.prepare('SELECT id, slot, holder, term, seq, at FROM chaos_ledger ORDER BY id').all() as LedgerRow[],
+    ledger: async () => db.prepare('SELECT id, slot, holder, term, seq, at, mono FROM chaos_ledger ORDER BY id').all() as LedgerRow[],
     close: async () => void db.close(),
   };
 }
@@ -56,7 +56,7 @@ export function sqliteChaosDatabase(file: string, journal: JournalMode): ChaosDa
 /** The ledger of PostgreSQL workers: ids in insert order, which fencing makes commit order across terms. */
 export const postgresLedgerTable = (schema: string) => `CREATE SCHEMA IF NOT EXISTS "${schema}";
   CREATE TABLE IF NOT EXISTS "${schema}".chaos_ledger (
-    id bigserial PRIMARY KEY, slot int NOT NULL, holder text NOT NULL, term bigint NOT NULL, seq int NOT NULL, at bigint NOT NULL)`;
+    id bigserial PRIMARY KEY, slot int NOT NULL, holder text NOT NULL, term bigint NOT NULL, seq int NOT NULL, at bigint NOT NULL, mono double precision NOT NULL)`;
 
 export async function postgresChaosDatabase({ url, schema }: PostgresTarget): Promise<ChaosDatabase> {
   const pool = new Pool({ connectionString: url, max: 3, application_name: 'chaos-orchestrator' });
@@ -92,13 +92,14 @@ export async function postgresChaosDatabase({ url, schema }: PostgresTarget): Pr
       })),
     standbys: async () => undefined,
     ledger: async () =>
-      (await pool.query(`SELECT id, slot, holder, term, seq, at FROM "${schema}".chaos_ledger ORDER BY id`)).rows.map((row) => ({
+      (await pool.query(`SELECT id, slot, holder, term, seq, at, mono FROM "${schema}".chaos_ledger ORDER BY id`)).rows.map((row) => ({
         id: Number(row.id),
         slot: row.slot,
         holder: row.holder,
         term: Number(row.term),
         seq: row.seq,
         at: Number(row.at),
+        mono: Number(row.mono),
       })),
     close: () => pool.end(),
   };

@@ -1,7 +1,7 @@
-import { beliefSegments, BeliefSegment, FaultKind, FaultRecord, groupBy, overlappingBeliefs, uncommittedSeq, WorkerRecord } from './history';
+import { beliefSegments, BeliefSegment, endsBelief, FaultKind, FaultRecord, groupBy, overlappingBeliefs, uncommittedSeq, WorkerRecord } from './history';
 import { ChaosHistory } from './orchestrator';
 
-export type CheckName = 'overlap' | 'term-order' | 'ledger' | 'pause' | 'step-down' | 'final' | 'liveness';
+export type CheckName = 'overlap' | 'term-order' | 'ledger' | 'pause' | 'step-down' | 'final' | 'liveness' | 'clock-step';
 
 export interface Violation {
   check: CheckName;
@@ -53,9 +53,14 @@ interface Tenure {
  *    leader cut off from the server steps down (`lost`) by its own deadline, give or take
  *    a timer's lateness (`stepDownLateness`);
  * 5. at the end, every slot is held by a live process, or its lease has not yet expired;
- * 6. after each fault, the slot is without a leader no longer than the config allows.
+ * 6. after each fault, the slot is without a leader no longer than the config allows;
+ * 7. a step of the wall clock ends no tenure: the leader at the step still leads, same
+ *    term, a lease after the step's end, unless another fault came meanwhile.
+ * Every time is compared on the host's monotonic clock where the history has it (every
+ * history made since it was recorded), so that a wall clock that steps moves nothing.
  */
-export function checkHistory(history: ChaosHistory, { slack = 1_000 }: CheckOptions = {}): CheckResult {
+export function checkHistory(given: ChaosHistory, { slack = 1_000 }: CheckOptions = {}): CheckResult {
+  const history = onMonotonicClock(given);
   const { records, faults, ledger, timing } = history;
   const segments = beliefSegments(records);
   const tenures = tenuresOf(records);
@@ -125,7 +130,7 @@ export function checkHistory(history: ChaosHistory, { slack = 1_000 }: CheckOpti
     const row = history.final.rows.find((r) => r.slot === slot);
     const live = history.final.liveHolders.some((h) => h.slot === slot && h.holder === row?.holder);
     if (!row) flag('final', `slot ${slot} has no lease at the end`);
-    else if (!live && row.expiresAt < history.final.at) {
+    else if (!live && row.expiresAt < given.final.at) { // stored by the wall clock, put back on time for the quiet end
       flag('final', `slot ${slot} is held by ${row.holder}, no live process, past its expiry`);
     }
   }
@@ -139,6 +144,20 @@ export function checkHistory(history: ChaosHistory, { slack = 1_000 }: CheckOpti
       if (gap > allowed) flag('liveness', `slot ${fault.slot}: ${gap} ms without a leader after ${fault.kind} at ${fault.at} (allowed ${allowed} ms)`);
       return { fault, gap, allowed };
     });
+
+  for (const fault of faults.filter((f) => f.kind === 'clock-step' && f.holder !== undefined)) {
+    const settled = (fault.until ?? fault.at) + timing.expiresAfter;
+    const disturbed = faults.some((other) => other !== fault && !other.skipped && other.kind !== 'clock-step' && other.at >= fault.at - timing.expiresAfter && other.at <= settled);
+    if (disturbed || settled > history.final.at) continue;
+    const ended = records.find(
+      (r) => r.slot === fault.slot && r.pid === fault.pid && r.holder === fault.holder && endsBelief.has(r.type) && r.at >= fault.at && r.at <= settled,
+    );
+    const elected = records.find((r) => r.slot === fault.slot && r.type === 'elected' && r.holder !== fault.holder && r.at >= fault.at && r.at <= settled);
+    if (ended || elected) {
+      const what = ended ? `${fault.holder} reported ${ended.type}` : `${elected!.holder} was elected`;
+      flag('clock-step', `slot ${fault.slot}: ${what} after the wall clock moved ${fault.step} s at ${fault.at}`);
+    }
+  }
 
   return {
     violations,
@@ -173,6 +192,8 @@ function allowance(fault: FaultRecord, expiresAfter: number, retryBound: number)
     burst: retryBound,
     // The leader's host cut off: the others wait for its lease, as after a crash.
     'cut-host': expiresAfter + retryBound,
+    // The leader should not notice (check 7 says whether it did).
+    'clock-step': retryBound,
   };
   return byKind[fault.kind];
 }
@@ -226,4 +247,22 @@ function tenuresOf(records: WorkerRecord[]): Tenure[] {
 
 function describe(segment: BeliefSegment): string {
   return `${segment.holder}${segment.term === undefined ? '' : ` (term ${segment.term})`} [${segment.start}, ${segment.end}]`;
+}
+
+/**
+ * The history with every time on the host's monotonic clock, where each report, fault and
+ * ledger row has it: workers on a wall clock that steps stamp their `at` with it, and only
+ * `mono` can be compared. A history recorded before `mono` existed stays as it is.
+ */
+export function onMonotonicClock(history: ChaosHistory): ChaosHistory {
+  const { records, faults, ledger, final } = history;
+  const complete = records.every((r) => r.mono !== undefined) && faults.every((f) => f.mono !== undefined) && final.mono !== undefined;
+  if (!complete || ledger.some((row) => row.mono === undefined)) return history;
+  return {
+    ...history,
+    records: records.map((r) => ({ ...r, at: r.mono as number, expiresAt: r.monoExpiresAt ?? (r.expiresAt === undefined ? undefined : r.expiresAt - r.at + (r.mono as number)) })),
+    faults: faults.map((f) => ({ ...f, at: f.mono as number, until: f.untilMono ?? f.until })),
+    ledger: ledger.map((row) => ({ ...row, at: row.mono as number })),
+    final: { ...final, at: final.mono as number },
+  };
 }

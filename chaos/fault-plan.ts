@@ -9,6 +9,11 @@ export interface PlannedFault {
   duration: number;
   /** A number in [0, 1) to choose among possible targets, so that a seed fixes the choice. */
   pick: number;
+  /**
+   * For `clock-step`: the seconds the wall clock moves (back if negative); with a
+   * `duration`, a strobe that moves it that far forward and back every 150 ms meanwhile.
+   */
+  step?: number;
 }
 
 export interface PlanOptions {
@@ -20,6 +25,8 @@ export interface PlanOptions {
   slots: number;
   /** Whether the processes run on several hosts, whose links can be cut (`cut-host`). @default false */
   hosts?: boolean;
+  /** Whether the wall clock can be stepped (`clock-step`). @default false */
+  clockSteps?: boolean;
 }
 
 /** How often each kind comes, relative to the others. */
@@ -33,16 +40,20 @@ const weights: Array<[FaultKind, number]> = [
   ['lock', 2],
   ['burst', 1],
   ['cut-host', 3],
+  ['clock-step', 4],
 ];
+
+/** The longest step: four hours, as a host corrected after a long suspend. */
+const longestStep = 4 * 3600;
 
 /**
  * The faults of a run, from its seed alone: the same seed, duration, lease and slots give
  * the same schedule. Faults start after a warm-up of two leases and stop two leases before
  * the end; on average one comes every two leases, so that most find a leader to hit.
  */
-export function planFaults({ seed, duration, lease, slots, hosts = false }: PlanOptions): PlannedFault[] {
+export function planFaults({ seed, duration, lease, slots, hosts = false, clockSteps = false }: PlanOptions): PlannedFault[] {
   const random = mulberry32(seed);
-  const kinds = weights.filter(([kind]) => hosts || kind !== 'cut-host');
+  const kinds = weights.filter(([kind]) => (hosts || kind !== 'cut-host') && (clockSteps || kind !== 'clock-step'));
   const total = kinds.reduce((sum, [, weight]) => sum + weight, 0);
   const faults: PlannedFault[] = [];
   for (let at = 2 * lease + random() * lease; at < duration - 2 * lease; at += lease * (1 + 2 * random())) {
@@ -50,9 +61,22 @@ export function planFaults({ seed, duration, lease, slots, hosts = false }: Plan
     const [kind] = kinds.find(([, weight]) => (roll -= weight) < 0) ?? kinds[0];
     // A pause or a cut link outlasts the lease; a lock may or may not.
     const duration = kind === 'pause' || kind === 'cut-host' ? lease * (1.5 + 1.5 * random()) : kind === 'lock' ? lease * (0.2 + 1.8 * random()) : 0;
-    faults.push({ at: Math.round(at), kind, slot: Math.floor(random() * slots), duration: Math.round(duration), pick: random() });
+    const fault: PlannedFault = { at: Math.round(at), kind, slot: Math.floor(random() * slots), duration: Math.round(duration), pick: random() };
+    if (kind === 'clock-step') Object.assign(fault, clockStep(random, lease));
+    faults.push(fault);
   }
   return faults;
+}
+
+/**
+ * A step of the wall clock: one in four a strobe (200 s forward and back every 150 ms for one
+ * to three leases), else one step, forward or back, of a second to four hours, spread evenly
+ * over the orders of magnitude.
+ */
+function clockStep(random: () => number, lease: number): Pick<PlannedFault, 'step' | 'duration'> {
+  if (random() < 0.25) return { step: 200, duration: Math.round(lease * (1 + 2 * random())) };
+  const seconds = Math.round(Math.exp(random() * Math.log(longestStep)));
+  return { step: random() < 0.5 ? -seconds : seconds, duration: 0 };
 }
 
 /** A small, well-known seeded generator (Mulberry32): numbers in [0, 1). */

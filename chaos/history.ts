@@ -26,7 +26,7 @@ export interface WorkerRecord {
   message?: string;
 }
 
-export type FaultKind = 'kill' | 'kill-in-fenced' | 'kill-with-standbys' | 'pause' | 'stop' | 'resubscribe' | 'lock' | 'burst' | 'cut-host';
+export type FaultKind = 'kill' | 'kill-in-fenced' | 'kill-with-standbys' | 'pause' | 'stop' | 'resubscribe' | 'lock' | 'burst' | 'cut-host' | 'clock-step';
 
 /** One fault the orchestrator injected. */
 export interface FaultRecord {
@@ -34,6 +34,11 @@ export interface FaultRecord {
   at: number;
   /** When its effect ended (SIGCONT, lock released), for faults that last. */
   until?: number;
+  /** `at` and `until` on the host's monotonic clock. */
+  mono?: number;
+  untilMono?: number;
+  /** For `clock-step`: the seconds the wall clock moved (for a strobe, each way). */
+  step?: number;
   slot: number;
   /** The process it hit (for `burst`, the first of them), if any led or followed. */
   pid?: number;
@@ -52,6 +57,8 @@ export interface LedgerRow {
   seq: number;
   /** Unix ms read inside the fenced transaction. */
   at: number;
+  /** The same moment on the host's monotonic clock. */
+  mono?: number;
 }
 
 /** A stretch of time during which one tenure believed it led, by its own reports. */

@@ -2,7 +2,7 @@
  * npm run chaos -- [--processes N] [--duration S] [--lease MS] [--seed K] [--slots M]
  *                  [--report FILE] [--slack MS] [--no-seed-worker] [--postgres [URL]]
  *                  [--journal delete|truncate|persist|wal]
- *                  [--hosts H | --pgbouncer transaction|session]
+ *                  [--hosts H | --pgbouncer transaction|session] [--clock-steps]
  * npm run chaos -- --check FILE
  *
  * Runs worker processes on one SQLite file, opened by every process in the --journal mode
@@ -15,6 +15,12 @@
  * their own, root only; a server started for the run, listening on them), and adds the
  * fault `cut-host`, which cuts the leader's host off for longer than a lease and then heals
  * it. --pgbouncer MODE runs them through a PgBouncer started in front of the server.
+ *
+ * --clock-steps adds the fault `clock-step`: the wall clock steps, forward or back, by a
+ * second to four hours, or strobes, for every worker at once (SQLite: every worker runs
+ * under libfaketime, from Debian's faketime package) or for the server (PostgreSQL: a server
+ * started for the run, under libfaketime). No worker of the original statements then: it
+ * judges leases by the wall clock, which a step fools (see docs/operating.md).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { checkHistory } from './checker';
@@ -22,6 +28,7 @@ import { networkNamespace } from './network-namespace';
 import { ChaosHistory, ChaosHost, runChaos } from './orchestrator';
 import { PoolMode, poolModes, startPgBouncer } from './pgbouncer';
 import { startPostgresServer } from './postgres-server';
+import { SteppedClock } from './stepped-clock';
 import { formatSummary, summarize } from './report';
 import { JournalMode, journalModes } from './worker';
 
@@ -40,6 +47,7 @@ interface Arguments {
   postgres?: string | true;
   hosts?: number;
   pgbouncer?: PoolMode;
+  clockSteps: boolean;
 }
 
 const numeric: Record<string, [min: number, max: number]> = {
@@ -62,10 +70,12 @@ export function parseArguments(argv: string[]): Arguments {
     slack: 1_000,
     seedWorker: true,
     journal: 'delete',
+    clockSteps: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const name = argv[i].replace(/^--/, '');
     if (name === 'no-seed-worker') parsed.seedWorker = false;
+    else if (name === 'clock-steps') parsed.clockSteps = true;
     else if (name === 'postgres') parsed.postgres = argv[i + 1] === undefined || argv[i + 1].startsWith('--') ? true : argv[++i];
     else if (name === 'report' || name === 'check') parsed[name] = expectValue(name, argv[++i]);
     else if (name === 'pgbouncer') {
@@ -91,6 +101,9 @@ export function parseArguments(argv: string[]): Arguments {
   }
   if (parsed.hosts !== undefined && parsed.postgres !== true) throw new RangeError('--hosts needs a server of its own: give --postgres without a URL');
   if (parsed.hosts !== undefined && parsed.pgbouncer !== undefined) throw new RangeError('--hosts and --pgbouncer do not go together');
+  if (parsed.clockSteps && typeof parsed.postgres === 'string') throw new RangeError("--clock-steps steps a server's clock of its own: give --postgres without a URL");
+  // The original worker's statements judge leases by the wall clock: a step fools them.
+  if (parsed.clockSteps) parsed.seedWorker = false;
   return parsed;
 }
 
@@ -111,11 +124,15 @@ async function main(): Promise<number> {
   if (args.check) {
     history = JSON.parse(readFileSync(args.check, 'utf8')).history;
   } else {
-    const { processes, lease, seed, slots, seedWorker, journal } = args;
+    const { processes, lease, seed, slots, seedWorker, journal, clockSteps } = args;
     const cleanups: Array<() => void> = [];
     try {
+      const clock = clockSteps ? new SteppedClock() : undefined;
+      if (clock) cleanups.push(() => clock.remove());
       const server =
-        args.postgres === true ? await startPostgresServer(args.hosts ? { fromNamespaces: true, own: true } : {}) : undefined;
+        args.postgres === true
+          ? await startPostgresServer({ ...(args.hosts && { fromNamespaces: true, own: true }), ...(clock && args.postgres && { environment: clock.environment }) })
+          : undefined;
       if (server) cleanups.push(() => server.stop());
       const url = server?.url ?? (args.postgres as string | undefined);
       const postgres = url === undefined ? undefined : { url, schema: `chaos_${Date.now()}_${seed}` };
@@ -128,8 +145,9 @@ async function main(): Promise<number> {
       if (pgbouncer) cleanups.push(() => pgbouncer.stop());
       const through = args.pgbouncer && { workerUrl: pgbouncer!.url(args.pgbouncer), through: `PgBouncer (${args.pgbouncer} mode)` };
       history = await runChaos(
-        { processes, duration: args.duration * 1000, lease, seed, slots, seedWorker, postgres, journal, hosts, ...through },
+        { processes, duration: args.duration * 1000, lease, seed, slots, seedWorker, postgres, journal, hosts, ...through, clockSteps },
         (line) => console.log(line),
+        { clock },
       );
     } finally {
       for (const cleanup of cleanups.reverse()) cleanup();

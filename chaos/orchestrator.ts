@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { ChaosDatabase, postgresChaosDatabase, PostgresTarget, sqliteChaosDatabase } from './chaos-database';
 import { planFaults, PlannedFault } from './fault-plan';
 import { FaultRecord, LedgerRow, uncommittedSeq, WorkerRecord } from './history';
-import { JournalMode, WorkerOptions } from './worker';
+import { SteppedClock } from './stepped-clock';
+import { JournalMode, monotonicNow, WorkerOptions } from './worker';
 import { sleep, stopWorkers, WorkerKind, WorkerProcess } from './worker-process';
 
 export interface ChaosOptions {
@@ -32,6 +33,18 @@ export interface ChaosOptions {
   /** PostgreSQL: the URL the processes use instead of `postgres.url` (PgBouncer's, say), and what it is. */
   workerUrl?: string;
   through?: string;
+  /**
+   * Whether the wall clock steps (fault `clock-step`): on SQLite every worker's, on
+   * PostgreSQL the server's, which `clock` moves. Beliefs are compared on the host's
+   * monotonic clock either way.
+   */
+  clockSteps?: boolean;
+}
+
+/** What a run needs besides its options, and does not report. */
+export interface ChaosParts {
+  /** The wall clock that `clock-step` moves: every SQLite worker runs on it, or the PostgreSQL server does. */
+  readonly clock?: SteppedClock;
 }
 
 /** A host of a PostgreSQL run: how to run a program there, the server's URL from there, and its link. */
@@ -51,6 +64,8 @@ export interface Timing {
 /** The state of every slot at the end, after faults stopped and leases had time to settle. */
 export interface FinalState {
   at: number;
+  /** `at` on the host's monotonic clock. */
+  mono?: number;
   rows: Array<{ slot: number; holder: string; expiresAt: number }>;
   /** Holders of processes still alive, by slot, from their own reports. */
   liveHolders: Array<{ slot: number; holder: string }>;
@@ -68,6 +83,26 @@ export interface ChaosHistory {
   final: FinalState;
 }
 
+/** A moment on both clocks: the wall clock's Unix ms, and the host's monotonic ms. */
+interface Moment {
+  readonly at: number;
+  readonly mono: number;
+}
+
+function moment(): Moment {
+  return { at: Date.now(), mono: monotonicNow() };
+}
+
+/** When a fault began (`at`, `mono`), now or at `when`. */
+function began(when: Moment = moment()): Pick<FaultRecord, 'at' | 'mono'> {
+  return { at: when.at, mono: when.mono };
+}
+
+/** When a fault's effect ended (`until`, `untilMono`), now or at `when`. */
+function ended(when: Moment = moment()): Pick<FaultRecord, 'until' | 'untilMono'> {
+  return { until: when.at, untilMono: when.mono };
+}
+
 export function timingFor(lease: number): Timing {
   return { renewEvery: Math.round(lease / 3), expiresAfter: lease, retryEvery: Math.max(1, Math.round(lease / 5)) };
 }
@@ -78,7 +113,8 @@ export function timingFor(lease: number): Timing {
  * faults, then lets the slots settle and collects the history. Never throws for what the
  * workers do: that is for the checker to judge.
  */
-export async function runChaos(options: ChaosOptions, log: (line: string) => void = () => undefined): Promise<ChaosHistory> {
+export async function runChaos(options: ChaosOptions, log: (line: string) => void = () => undefined, { clock }: ChaosParts = {}): Promise<ChaosHistory> {
+  if (options.clockSteps && clock === undefined) throw new Error('clockSteps needs the clock to step');
   const timing = timingFor(options.lease);
   const { postgres, journal = 'delete' } = options;
   const file = postgres ? undefined : (options.file ?? join(mkdtempSync(join(tmpdir(), 'observe-leadership-chaos-')), 'chaos.db'));
@@ -112,7 +148,8 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
       url && postgres ? { ...workerOptions, postgres: { ...postgres, url } } : workerOptions,
       (record) => records.push({ ...record, worker: name }),
       (text) => log(`stderr ${text.trimEnd()}`),
-      host?.launcher,
+      // On SQLite, every process of the host sees the steps; on PostgreSQL, the server does.
+      [...(clock && !postgres ? clock.launcher : []), ...(host?.launcher ?? [])],
     );
     workers.push(worker);
     return worker;
@@ -124,12 +161,12 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
   /** Resolves when `worker` is campaigning (or gone): a loaded machine may take seconds to start a process. */
   const campaigning = async (worker: WorkerProcess) => {
     for (const end = Date.now() + 60_000; worker.alive && Date.now() < end; await sleep(10)) {
-      if (worker.records.some((r) => r.type === 'subscribed')) return Date.now();
+      if (worker.records.some((r) => r.type === 'subscribed')) break;
     }
-    return Date.now();
+    return moment();
   };
   /** Restarts `worker` once it exited, and resolves when the new process campaigns, so that the quiet end waits for it. */
-  const restartLater = (worker: WorkerProcess): Promise<number | undefined> => {
+  const restartLater = (worker: WorkerProcess): Promise<Moment | undefined> => {
     const restarted = worker.exited
       .then(() => sleep(timing.retryEvery))
       .then(() => (stopping ? undefined : campaigning(start(worker.name, worker.kind))));
@@ -144,7 +181,7 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
   const inject = (planned: PlannedFault): void => {
     const { kind, slot, duration } = planned;
     const leader = leaderOf(slot);
-    const fault: FaultRecord = { kind, slot, at: Date.now(), pid: leader?.pid, holder: leader?.leading.get(slot) };
+    const fault: FaultRecord = { kind, slot, ...began(), pid: leader?.pid, holder: leader?.leading.get(slot) };
     faults.push(fault);
     const skip = (why: string) => {
       fault.skipped = why;
@@ -164,7 +201,7 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
         return track(
           hangOf(leader, slot, fault.at).then((hung) => {
             if (!hung) return skip('the fenced transaction did not start (the lease was lost meanwhile)');
-            fault.at = Date.now();
+            Object.assign(fault, began());
             leader.signal('SIGKILL');
             restartLater(leader);
           }),
@@ -176,12 +213,12 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
           db.standbys(slot).then((holders) => {
             if (holders === undefined) return skip('this store keeps no standby places');
             const standbys = live().filter((w) => w !== leader && holders.includes(w.holder ?? ''));
-            fault.at = Date.now();
+            Object.assign(fault, began());
             for (const victim of [leader, ...standbys]) victim.signal('SIGKILL');
             const restarted = [leader, ...standbys].map(restartLater);
             // Nobody left to take the slot: it waits for a victim to campaign again too.
             if (live().every((w) => w.kind !== 'candidate' || [leader, ...standbys].includes(w))) {
-              return Promise.race(restarted).then((at) => void (fault.until = at));
+              return Promise.race(restarted).then((at) => void (at && Object.assign(fault, ended(at))));
             }
           }),
         );
@@ -191,7 +228,7 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
         leader.signal('SIGSTOP');
         return track(
           sleep(duration).then(() => {
-            fault.until = Date.now(); // before SIGCONT: the process may report within the millisecond
+            Object.assign(fault, ended()); // before SIGCONT: the process may report within the millisecond
             leader.signal('SIGCONT');
             leader.paused = false;
           }),
@@ -212,7 +249,7 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
             await sleep(duration);
             await db.releaseLock();
             lockHeld = false;
-            fault.until = Date.now();
+            Object.assign(fault, ended());
           }),
         );
       case 'cut-host': {
@@ -224,7 +261,25 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
         return track(
           sleep(duration).then(() => {
             host.heal();
-            fault.until = Date.now();
+            Object.assign(fault, ended());
+          }),
+        );
+      }
+      case 'clock-step': {
+        // Every process on the clock sees it at once, leader and followers alike.
+        const step = planned.step as number;
+        fault.step = step;
+        if (duration === 0) return (clock as SteppedClock).step(step);
+        let forward = true;
+        const strobe = setInterval(() => {
+          (clock as SteppedClock).step(forward ? step : -step);
+          forward = !forward;
+        }, 150);
+        return track(
+          sleep(duration).then(() => {
+            clearInterval(strobe);
+            if (!forward) (clock as SteppedClock).step(-step); // back where it was
+            Object.assign(fault, ended());
           }),
         );
       }
@@ -255,7 +310,14 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
     return false;
   };
 
-  const plan = planFaults({ seed: options.seed, duration: options.duration, lease: options.lease, slots: options.slots, hosts: hosts.length > 1 });
+  const plan = planFaults({
+    seed: options.seed,
+    duration: options.duration,
+    lease: options.lease,
+    slots: options.slots,
+    hosts: hosts.length > 1,
+    clockSteps: options.clockSteps,
+  });
   const timers = plan.map((planned) => setTimeout(() => inject(planned), planned.at));
   const where = postgres
     ? `schema ${postgres.schema} of ${postgres.url}${hosts.length ? ` from ${hosts.length} hosts` : ''}${options.through ? ` through ${options.through}` : ''}`
@@ -264,12 +326,14 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
   await sleep(options.duration);
   timers.forEach(clearTimeout);
 
-  // Quiet: let every lasting fault end and the slots settle, then look at the final state.
+  // Quiet: let every lasting fault end and the slots settle, then look at the final state,
+  // with the wall clock back on time for the rows that the quiet end writes.
   await Promise.all([...pending]);
+  clock?.reset();
   await sleep(timing.expiresAfter + 4 * timing.retryEvery + 500);
   stopping = true;
   const final: FinalState = {
-    at: Date.now(),
+    ...began(),
     rows: await db.leaseRows(),
     liveHolders: live().flatMap((w) => [...w.holders].map(([slot, holder]) => ({ slot, holder }))),
   };

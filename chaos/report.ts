@@ -2,7 +2,7 @@ import { CheckName, CheckResult } from './checker';
 import { FaultKind } from './history';
 import { ChaosHistory } from './orchestrator';
 
-const kinds: FaultKind[] = ['kill', 'kill-in-fenced', 'kill-with-standbys', 'pause', 'stop', 'resubscribe', 'lock', 'burst', 'cut-host'];
+const kinds: FaultKind[] = ['kill', 'kill-in-fenced', 'kill-with-standbys', 'pause', 'stop', 'resubscribe', 'lock', 'burst', 'cut-host', 'clock-step'];
 const checks: Array<[CheckName, string]> = [
   ['overlap', 'overlapping beliefs'],
   ['term-order', 'terms out of order'],
@@ -11,6 +11,7 @@ const checks: Array<[CheckName, string]> = [
   ['step-down', 'cut-off leaders late to step down'],
   ['final', 'slots left to a dead holder'],
   ['liveness', 'gaps longer than allowed'],
+  ['clock-step', 'tenures ended by a step of the wall clock'],
 ];
 
 export interface KindSummary {
@@ -60,7 +61,8 @@ export function summarize(history: ChaosHistory, result: CheckResult): ChaosSumm
 
 /** The table printed at the end of a run, in plain text that reads the same in a file. */
 export function formatSummary(history: ChaosHistory, summary: ChaosSummary, result: CheckResult): string {
-  const ms = (value: number | null) => (value === null ? '-' : `${value} ms`);
+  // Times on the monotonic clock come with fractions of a millisecond.
+  const ms = (value: number | null) => (value === null ? '-' : `${Math.round(value)} ms`);
   const rows = [
     ['fault', 'count', 'skipped', 'violations', 'worst gap', 'median gap', 'allowed up to'],
     ...summary.byKind.map((k) => [k.kind, `${k.count}`, `${k.skipped}`, `${k.violations}`, ms(k.worstGap), ms(k.medianGap), ms(k.allowed)]),
@@ -73,6 +75,7 @@ export function formatSummary(history: ChaosHistory, summary: ChaosSummary, resu
       `${options.processes} processes${options.hosts?.length ? ` on ${options.hosts.length} hosts` : ''}` +
       `${options.seedWorker && !options.postgres ? ' + 1 running the original statements' : ''}, ` +
       `${options.slots} slot(s), ${Math.round((history.endedAt - history.startedAt) / 1000)} s, seed ${options.seed}; ` +
+      `${options.clockSteps ? `wall clock stepping (${options.postgres ? "the server's" : "every worker's"}); ` : ''}` +
       `expiresAfter ${timing.expiresAfter} ms, renewEvery ${timing.renewEvery} ms, retryEvery ${timing.retryEvery} ms`,
     `${summary.counts.tenures} tenures, ${summary.counts.ledgerRows} fenced ledger rows, ${summary.counts.records} events recorded; ` +
       `paused leaders noticed their loss within ${ms(summary.worstPauseNotice)} of resuming` +

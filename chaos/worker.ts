@@ -66,13 +66,13 @@ interface WorkerDatabase {
 
 function sqliteWorkerDatabase(file: string, setup: DatabaseSetup): WorkerDatabase {
   const db = openDatabase(file, { ...setup, setupSql: ledgerTable });
-  const append = db.prepare('INSERT INTO chaos_ledger (slot, holder, term, seq, at) VALUES (?, ?, ?, ?, ?)');
+  const append = db.prepare('INSERT INTO chaos_ledger (slot, holder, term, seq, at, mono) VALUES (?, ?, ?, ?, ?, ?)');
   return {
     campaignIn: db,
-    append: async (lease, seq) => void fenced(db, lease, () => append.run(lease.slot, lease.holder, lease.term, seq, Date.now())),
+    append: async (lease, seq) => void fenced(db, lease, () => append.run(lease.slot, lease.holder, lease.term, seq, Date.now(), monotonicNow())),
     hang: async (lease) =>
       void fenced(db, lease, () => {
-        append.run(lease.slot, lease.holder, lease.term, uncommittedSeq, Date.now());
+        append.run(lease.slot, lease.holder, lease.term, uncommittedSeq, Date.now(), monotonicNow());
         report({ type: 'fenced-hang', slot: lease.slot, holder: lease.holder, term: lease.term, seq: uncommittedSeq });
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); // the whole process, inside the transaction
       }),
@@ -92,14 +92,14 @@ function postgresWorkerDatabase({ url, schema }: PostgresTarget, worker: string,
   // pg's defaults otherwise (10 connections at most, idle ones closed after 10 s), as a new user has them.
   const pool = new Pool({ connectionString: url, application_name: `chaos-${worker}`, connectionTimeoutMillis: queryTimeout });
   const store = postgresLeaseStore(pool, { schema, queryTimeout });
-  const insert = `INSERT INTO "${schema}".chaos_ledger (slot, holder, term, seq, at) VALUES ($1, $2, $3, $4, $5)`;
+  const insert = `INSERT INTO "${schema}".chaos_ledger (slot, holder, term, seq, at, mono) VALUES ($1, $2, $3, $4, $5, $6)`;
   return {
     campaignIn: store,
     append: (lease, seq) =>
-      fenced(store, lease, async (client) => void (await client.query(insert, [lease.slot, lease.holder, lease.term, seq, Date.now()]))),
+      fenced(store, lease, async (client) => void (await client.query(insert, [lease.slot, lease.holder, lease.term, seq, Date.now(), monotonicNow()]))),
     hang: (lease) =>
       fenced(store, lease, async (client) => {
-        await client.query(insert, [lease.slot, lease.holder, lease.term, uncommittedSeq, Date.now()]);
+        await client.query(insert, [lease.slot, lease.holder, lease.term, uncommittedSeq, Date.now(), monotonicNow()]);
         report({ type: 'fenced-hang', slot: lease.slot, holder: lease.holder, term: lease.term, seq: uncommittedSeq });
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
       }),
@@ -113,7 +113,7 @@ function postgresWorkerDatabase({ url, schema }: PostgresTarget, worker: string,
 
 export const ledgerTable = `CREATE TABLE IF NOT EXISTS chaos_ledger (
   id INTEGER PRIMARY KEY, slot INTEGER NOT NULL, holder TEXT NOT NULL, term INTEGER NOT NULL,
-  seq INTEGER NOT NULL, at INTEGER NOT NULL)`;
+  seq INTEGER NOT NULL, at INTEGER NOT NULL, mono REAL NOT NULL)`;
 
 /** SQLite's journal modes for a file that processes share; `delete` is what a new connection has. */
 export const journalModes = ['delete', 'truncate', 'persist', 'wal'] as const;

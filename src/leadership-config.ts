@@ -40,12 +40,13 @@ export interface LeadershipConfig {
    */
   holder?: string;
   /**
-   * Where all time is read (`scheduler.now()`, Unix milliseconds) and all timers are set.
-   * With SQLite, the time read is also what the lease stores, so every candidate of the file
-   * must read the same clock: the host's. With a store whose server times the leases
-   * (PostgreSQL), it only times this candidate's own belief.
-   * @default asyncScheduler with SQLite; with PostgreSQL, asyncScheduler's timers on a
-   * monotonic clock (one that a wall clock set back cannot stretch)
+   * Where all time is read (`scheduler.now()`) and all timers are set. The default reads a
+   * monotonic clock (Unix ms at the process's start, then monotonic), so that a wall clock
+   * stepped by NTP, a resumed VM or `date -s` neither stretches nor cuts a belief, and on
+   * SQLite, the host's monotonic clock judges the leases. A scheduler of your own (a
+   * `TestScheduler` in tests) is a clock of its own: other candidates judge its leases by
+   * the wall clock, as the original worker does.
+   * @default asyncScheduler's timers on a monotonic clock
    */
   scheduler?: SchedulerLike;
   /**

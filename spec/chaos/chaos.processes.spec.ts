@@ -7,7 +7,8 @@ import { testDatabaseUrl } from '../support/postgres-database';
 
 // The short chaos runs that CI makes on every change: 4 candidate processes, 2 slots, 20 s
 // of faults of every kind (seed 2 plans all six). On SQLite, in the default journal mode and
-// in WAL, one more process runs the original statements; on PostgreSQL, the workers share a
+// in WAL, one more process runs the original statements (not while clocks step: it judges
+// by the wall clock); on PostgreSQL, the workers share a
 // fresh schema of this run's server, of a server of the run's own reached from two hosts,
 // or of this run's server through its PgBouncer.
 describe.each([
@@ -17,6 +18,10 @@ describe.each([
   // Seed 10 plans four host cut-offs among eight kinds of fault.
   ['PostgreSQL from 2 hosts (network namespaces), with host cut-offs', () => ['--postgres', '--hosts', '2', '--seed', '10']],
   ['PostgreSQL through PgBouncer in transaction mode', () => ['--postgres', testDatabaseUrl(), '--pgbouncer', 'transaction']],
+  // Seed 191 plans two strobes and steps of 107 minutes forward and 20 minutes back among
+  // nine kinds of fault; every worker's wall clock steps (libfaketime), or the server's.
+  ["SQLite, journal_mode delete, every worker's wall clock stepping", () => ['--journal', 'delete', '--clock-steps', '--seed', '191']],
+  ["PostgreSQL, the server's wall clock stepping", () => ['--postgres', '--clock-steps', '--seed', '191']],
 ])('npm run chaos on %s, short', (_, where) => {
   it('injects faults of every kind and finds no violation', async () => {
     const folder = mkdtempSync(join(tmpdir(), 'observe-leadership-chaos-spec-'));
@@ -38,6 +43,7 @@ describe.each([
       expect(summary.byKind.filter((k) => k.count > 0).length).toBeGreaterThanOrEqual(4);
       // Leaders cut off from the server, and none late to step down.
       if (where().includes('--hosts')) expect(summary.byKind.find((k) => k.kind === 'cut-host')!.count).toBeGreaterThan(0);
+      if (where().includes('--clock-steps')) expect(summary.byKind.find((k) => k.kind === 'clock-step')!.count).toBeGreaterThan(0);
       expect(summary.counts.tenures).toBeGreaterThan(5);
       expect(summary.counts.ledgerRows).toBeGreaterThan(0);
     } finally {

@@ -107,4 +107,31 @@ describe('checkHistory', () => {
     const records = history().records.map((r) => (r.holder === 'b' ? { ...r, at: r.at + 500 } : r));
     expect(flaws(history({ records, ledger: [] }))).toEqual(['liveness']);
   });
+
+  describe('on the monotonic clock, with a wall clock that steps', () => {
+    /** The clean history, each time also on the monotonic clock (the wall clock's + 10_000), and the wall clock then stepped. */
+    const stepped = (wallShift: (at: number) => number, changes: Partial<ChaosHistory> = {}): ChaosHistory => {
+      const base = history();
+      return history({
+        records: base.records.map((r) => ({ ...r, mono: r.at + 10_000, monoExpiresAt: r.expiresAt! + 10_000, at: wallShift(r.at), expiresAt: wallShift(r.expiresAt!) })),
+        faults: base.faults.map((f) => ({ ...f, mono: f.at + 10_000, at: wallShift(f.at) })),
+        ledger: base.ledger.map((r) => ({ ...r, mono: r.at + 10_000, at: wallShift(r.at) })),
+        final: { ...base.final, mono: 13_000 },
+        ...changes,
+      });
+    };
+
+    it('compares every time on the monotonic clock, so a step of the wall clock makes no overlap and no ledger row out of its tenure', () => {
+      // The wall clock ten minutes back from 500 on: by it, b's tenure overlaps a's.
+      expect(flaws(stepped((at) => (at >= 500 ? at - 600_000 : at)))).toEqual([]);
+    });
+
+    it('finds a tenure that a clock step ended', () => {
+      const base = stepped((at) => at);
+      const step: FaultRecord = { kind: 'clock-step', at: 1500, mono: 11_500, slot: 0, pid: 2, holder: 'b', step: 600 };
+      const lost = { pid: 2, at: 1700, mono: 11_700, type: 'lost', slot: 0, holder: 'b', term: 2 };
+      expect(flaws(stepped((at) => at, { faults: [...base.faults, step] }))).toEqual([]);
+      expect(flaws(stepped((at) => at, { faults: [...base.faults, step], records: [...base.records, lost] }))).toContain('clock-step');
+    });
+  });
 });

@@ -21,6 +21,9 @@ describe('chaos command line', () => {
     expect(() => parseArguments(['--hosts', '8'])).toThrow('--hosts and --pgbouncer are for PostgreSQL: add --postgres');
     expect(() => parseArguments(['--postgres', 'postgres://x/y', '--hosts', '8'])).toThrow('--hosts needs a server of its own');
     expect(() => parseArguments(['--postgres', '--pgbouncer', 'statement'])).toThrow('Expected --pgbouncer to be one of transaction, session, got statement');
+    // The original worker judges by the wall clock, which a step fools: no worker of its statements then.
+    expect(parseArguments(['--clock-steps'])).toEqual(expect.objectContaining({ clockSteps: true, seedWorker: false }));
+    expect(() => parseArguments(['--postgres', 'postgres://x/y', '--clock-steps'])).toThrow("--clock-steps steps a server's clock of its own");
   });
 
   it('--check re-checks a saved history and exits 1 when it finds a violation', () => {

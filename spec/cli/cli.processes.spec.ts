@@ -197,7 +197,7 @@ describe('the observe-leadership command', () => {
         expect(text.code).toBe(0);
         expect(text.output).toMatch(/holder +worker-1\nterm +2\nexpires +in \d+\.\d s .*\nlive +yes/);
         const json = await cli('status', url, ...inSchema(), '--json');
-        expect(JSON.parse(json.output)).toEqual({ slot: 0, holder: 'worker-1', term: 2, expiresAt: expect.any(Number), expiresIn: expect.any(Number), live: true });
+        expect(JSON.parse(json.output)).toEqual({ slot: 0, holder: 'worker-1', term: 2, expiresAt: expect.any(Number), expiresIn: expect.any(Number), live: true, length: 60_000 });
       } finally {
         worker.unsubscribe();
         await store.settled();

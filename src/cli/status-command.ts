@@ -2,6 +2,7 @@ import { CliError, exitCode, integerOption, parseArguments } from './cli-argumen
 import { prometheusText } from './prometheus-text';
 import { noTableError, openDatabase } from './open-database';
 import { describeDuration } from './time-text';
+import type { LeaseView } from '../store/lease-store';
 
 /** What `status` tells of a slot: the row as stored, and whether its lease stands now. */
 export interface SlotStatus {
@@ -9,9 +10,17 @@ export interface SlotStatus {
   readonly holder: string | null;
   readonly term: number | null;
   readonly expiresAt: number | null;
-  /** Ms until the lease expires; negative once it has. */
+  /** Ms until the lease expires, by the clock that wrote it; negative once it has. */
   readonly expiresIn: number | null;
-  readonly live: boolean;
+  /**
+   * Whether the lease stands now; `null` where one look cannot tell: on PostgreSQL, when
+   * the server's clock says the lease ended, or has more left than its length, which a step
+   * of that clock also makes it say (candidates take it only once they watched it
+   * unchanged for its length).
+   */
+  readonly live: boolean | null;
+  /** On PostgreSQL, the lease's length as its holder wrote it. */
+  readonly length?: number;
 }
 
 /**
@@ -27,7 +36,7 @@ export async function statusCommand(argv: readonly string[], print: (line: strin
     if (!(await db.hasLeaseTable())) throw noTableError(db.name);
     const view = await db.look(slot);
     const status: SlotStatus = view
-      ? { slot, ...view.lease, expiresIn: view.expiresIn, live: view.expiresIn >= 0 }
+      ? { slot, ...view.lease, expiresIn: view.expiresIn, live: liveness(view), ...(view.observeFor !== undefined && { length: view.observeFor }) }
       : { slot, holder: null, term: null, expiresAt: null, expiresIn: null, live: false };
     if (parsed.options.has('json')) {
       print(JSON.stringify(status));
@@ -42,7 +51,13 @@ export async function statusCommand(argv: readonly string[], print: (line: strin
   }
 }
 
-function statusLines({ slot, holder, term, expiresAt, expiresIn, live }: SlotStatus): string[] {
+/** Whether the lease of `view` stands, as far as one look can tell (see `SlotStatus.live`). */
+function liveness({ expiresIn, observeFor }: LeaseView): boolean | null {
+  if (observeFor === undefined) return expiresIn >= 0; // a clock that cannot jump said it
+  return expiresIn >= 0 && expiresIn <= observeFor ? true : null;
+}
+
+function statusLines({ slot, holder, term, expiresAt, expiresIn, live, length }: SlotStatus): string[] {
   if (holder === null || expiresAt === null || expiresIn === null) {
     return [`slot     ${slot}`, 'holder   (none: the slot is free)', 'live     no'];
   }
@@ -52,6 +67,12 @@ function statusLines({ slot, holder, term, expiresAt, expiresIn, live }: SlotSta
     `holder   ${holder}`,
     `term     ${term}`,
     `expires  ${when} (${new Date(expiresAt).toISOString()})`,
-    `live     ${live ? 'yes' : 'no: the lease has expired, any candidate may take the slot'}`,
+    `live     ${
+      live === null
+        ? `unknown: the server's clock may have stepped; candidates take the lease once they watched it unchanged for ${describeDuration(length ?? 0)}`
+        : live
+          ? 'yes'
+          : 'no: the lease has expired, any candidate may take the slot'
+    }`,
   ];
 }

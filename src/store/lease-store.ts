@@ -164,7 +164,8 @@ export interface LeaseStore {
   readonly clock: 'candidate' | 'server';
   /**
    * One atomic compare-and-set: takes `slot` for `holder` for `expiresAfter` ms if and only
-   * if the slot is free, expired (`expires_at < now`) or already held by `holder`. Winning
+   * if the slot is free, expired (judged on a clock that cannot jump where the store can: see
+   * `LeaseView.observeFor` and `AcquireOptions.over`) or already held by `holder`. Winning
    * always starts a new tenure with a term greater than every term granted before.
    */
   acquire(slot: number, holder: string, now: ClockReading, expiresAfter: number, options?: AcquireOptions): Eventually<AcquireResult>;
