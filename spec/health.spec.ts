@@ -40,6 +40,21 @@ describe('leadershipHealth', () => {
     expect(health.check()).toMatchObject({ healthy: false, candidates: [{ status: 'ended', reason: 'SCHEMA_MISMATCH: no such column' }] });
   });
 
+  it('judges a lease on the candidate’s own clock: a wall clock stepped ten minutes ahead leaves a leader leading', () => {
+    const health = leadershipHealth();
+    let clock = 1_000;
+    const recording = health.begin({ ...candidate, now: () => clock });
+    recording.record({ type: 'elected', slot: 0, holder: 'a', term: 1, expiresAt: 1_300 });
+    const wall = jest.spyOn(Date, 'now').mockReturnValue(Date.now() + 600_000);
+    try {
+      expect(health.check()).toMatchObject({ healthy: true, leading: true });
+      clock = 1_301;
+      expect(health.check()).toMatchObject({ healthy: false, candidates: [{ status: 'stale', reason: 'its lease ended 1 ms ago' }] });
+    } finally {
+      wall.mockRestore();
+    }
+  });
+
   it('refuses a bad threshold at once', () => {
     expect(() => leadershipHealth({ failingAfter: 0 })).toThrow('Expected `failingAfter` to be');
   });

@@ -1,4 +1,5 @@
 import { expectConfig, expectInteger, MAX_DELAY } from './argument-check';
+import { candidateClock } from './instrument';
 import type { InstrumentRecording, LeadershipInstrument } from './instrument';
 import type { LeadershipEvent } from './leadership-event';
 
@@ -43,7 +44,11 @@ export interface HealthReport {
 
 /** A health check fed by `observeLeadership`'s `instrument` option; see {@link leadershipHealth}. */
 export interface LeadershipHealth extends LeadershipInstrument {
-  /** The health of every candidate subscribed now (and of those whose stream ended in error), at `now` (Unix ms). */
+  /**
+   * The health of every candidate subscribed now (and of those whose stream ended in error),
+   * at `now` on the candidates' clock (their scheduler's; by default each one's own, read
+   * now: a wall clock that steps changes nothing).
+   */
   check(now?: number): HealthReport;
 }
 
@@ -52,6 +57,8 @@ interface Tracked {
   readonly holder: string;
   /** Longest ms between two calls of a healthy campaign: a quiet gap that long ends an error streak. */
   readonly quiet: number;
+  /** The candidate's clock, on which every time here is read. */
+  readonly now: () => number;
   expiresAt?: number;
   errorsSince?: number;
   lastError?: { at: number; reason: string };
@@ -85,12 +92,13 @@ export function leadershipHealth(options: LeadershipHealthOptions = {}): Leaders
   expectInteger('failingAfter', failingAfter, 1, MAX_DELAY);
   const tracked = new Set<Tracked>();
 
-  const begin: LeadershipHealth['begin'] = ({ slot, holder, renewEvery, retryEvery }): InstrumentRecording<LeadershipEvent> => {
-    const candidate: Tracked = { slot, holder, quiet: 2 * Math.max(renewEvery, retryEvery) };
+  const begin: LeadershipHealth['begin'] = (subject): InstrumentRecording<LeadershipEvent> => {
+    const { slot, holder, renewEvery, retryEvery } = subject;
+    const candidate: Tracked = { slot, holder, quiet: 2 * Math.max(renewEvery, retryEvery), now: candidateClock(subject) };
     tracked.add(candidate);
     return {
       record: (event) => {
-        const now = Date.now();
+        const now = candidate.now();
         if (event.type === 'error') {
           // A streak goes on while errors come closer together than a healthy campaign's calls.
           const inStreak = candidate.lastError !== undefined && now - candidate.lastError.at <= candidate.quiet;
@@ -111,9 +119,10 @@ export function leadershipHealth(options: LeadershipHealthOptions = {}): Leaders
     };
   };
 
-  const check = (now = Date.now()): HealthReport => {
+  const check = (at?: number): HealthReport => {
     const candidates = [...tracked].map((candidate): CandidateHealth => {
       const { slot, holder, expiresAt, errorsSince, lastError, ended } = candidate;
+      const now = at ?? candidate.now();
       const of = (status: CandidateHealth['status'], healthy: boolean, reason?: string): CandidateHealth =>
         reason === undefined ? { slot, holder, status, healthy } : { slot, holder, status, healthy, reason };
       if (ended !== undefined) return of('ended', false, ended);

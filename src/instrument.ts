@@ -1,5 +1,6 @@
 import type { LeadershipEvent } from './leadership-event';
 import type { LeaderState } from './observe-leader';
+import { performance } from 'node:perf_hooks';
 import { argumentError } from './argument-check';
 
 /** What an instrument records of one subscription: each value it emits, then its end. */
@@ -24,6 +25,17 @@ export interface InstrumentedCandidate {
   readonly expiresAfter: number;
   /** Its config's `retryEvery`, in ms. */
   readonly retryEvery: number;
+  /**
+   * Its clock, which its events' `expiresAt` are on: its scheduler's `now()`, by default
+   * monotonic (a wall clock that steps does not move it).
+   * @default the default scheduler's clock
+   */
+  readonly now?: () => number;
+}
+
+/** The default scheduler's clock (see `monotonicScheduler`), for a candidate that came without its own. */
+export function candidateClock(candidate: InstrumentedCandidate): () => number {
+  return candidate.now ?? (() => performance.timeOrigin + performance.now());
 }
 
 /**

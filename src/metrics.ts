@@ -1,5 +1,7 @@
 import type { Attributes, Meter, ObservableResult } from '@opentelemetry/api';
 import { expectConfig, expectObject } from './argument-check';
+import { performance } from 'node:perf_hooks';
+import { candidateClock } from './instrument';
 import type { InstrumentRecording, LeaderInstrument, LeadershipInstrument } from './instrument';
 import type { LeadershipEvent } from './leadership-event';
 import type { LeaderState } from './observe-leader';
@@ -78,7 +80,9 @@ export function leadershipMetrics(options: LeadershipMetricsOptions = {}): Leade
   });
 
   return {
-    begin: ({ slot, holder, expiresAfter }): InstrumentRecording<LeadershipEvent> => {
+    begin: (subject): InstrumentRecording<LeadershipEvent> => {
+      const { slot, holder, expiresAfter } = subject;
+      const now = candidateClock(subject);
       const candidate: { labels: Attributes; term?: number } = {
         labels: { ...attributes, 'leadership.slot': slot, 'leadership.holder': holder },
       };
@@ -93,7 +97,7 @@ export function leadershipMetrics(options: LeadershipMetricsOptions = {}): Leade
               break;
             case 'renewed':
               // Its lease ends `expiresAfter` after the renewal was sent.
-              renewals.record(Math.max(0, Date.now() + expiresAfter - event.expiresAt) / 1000, labels);
+              renewals.record(Math.max(0, now() + expiresAfter - event.expiresAt) / 1000, labels);
               break;
             case 'lost':
               candidate.term = undefined;
@@ -134,8 +138,9 @@ export function leaderMetrics(options: LeadershipMetricsOptions = {}): LeaderIns
   term.addCallback((result: ObservableResult) => {
     for (const { state } of watches) if (state?.term != null) result.observe(state.term, labels(state));
   });
+  // Time without a leader is counted on a clock that a stepped wall clock does not move.
   leaderless.addCallback((result: ObservableResult) => {
-    const now = Date.now();
+    const now = performance.now();
     for (const { slot, leaderlessMs, leaderlessSince } of watches) {
       result.observe((leaderlessMs + (leaderlessSince === undefined ? 0 : now - leaderlessSince)) / 1000, { ...attributes, 'leadership.slot': slot });
     }
@@ -147,7 +152,7 @@ export function leaderMetrics(options: LeadershipMetricsOptions = {}): LeaderIns
       watches.add(watch);
       return {
         record: (state) => {
-          const now = Date.now();
+          const now = performance.now();
           if (watch.leaderlessSince !== undefined) watch.leaderlessMs += now - watch.leaderlessSince;
           watch.leaderlessSince = state.holder === null ? now : undefined;
           watch.state = state;

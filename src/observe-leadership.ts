@@ -56,7 +56,7 @@ export function observeLeadership(db: Database | LeaseStore, config?: Leadership
       subscriber.error(error);
       return;
     }
-    const recording = beginAll(instrument, { slot, holder, ...timing });
+    const recording = beginAll(instrument, { slot, holder, ...timing, now: () => scheduler.now() });
     const observer = recording
       ? {
           next: (event: LeadershipEvent) => {

@@ -157,9 +157,8 @@ export interface LeaseReader {
  */
 export interface LeaseStore {
   /**
-   * Whose clock times what is stored: `'candidate'`, the `now` passed in (SQLite: every
-   * candidate shares the host's clock), or `'server'`, the database's own. Candidates of a
-   * `'server'` store time their own belief on a monotonic clock unless told otherwise.
+   * Whose clock times what is stored: `'candidate'`, the readings passed in (SQLite: every
+   * candidate shares the host's clocks), or `'server'`, the database's own.
    */
   readonly clock: 'candidate' | 'server';
   /**

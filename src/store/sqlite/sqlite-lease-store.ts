@@ -203,7 +203,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
   acquire(slot: number, holder: string, now: ClockReading, expiresAfter: number, { waitForLock = true, ended }: AcquireOptions = {}): AcquireResult {
     return this.guard((statements) => {
       const answer = (acquired: boolean, row: LeaseRow): AcquireResult => ({ acquired, ...viewOf(row) });
-      const judged = { slot, clock: now.clock, now: now.now, wall: now.wall };
+      const judged = { slot, ...now };
       // Reading first keeps followers off the write lock while a live lease stands.
       const seen = statements.read.get(judged);
       if (seen !== undefined && seen.holder !== holder && seen.expiresIn >= 0 && !isTenure(seen, ended)) return answer(false, seen);
@@ -299,7 +299,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
   look(slot: number, now: ClockReading): LeaseView | undefined {
     try {
       this.beforeOperation();
-      const row = this.reader()?.get({ slot, clock: now.clock, now: now.now, wall: now.wall });
+      const row = this.reader()?.get({ slot, ...now });
       return row && viewOf(row);
     } catch (error) {
       throw toLeadershipError(error, this.db);
@@ -308,7 +308,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
 
   /** The slot's current row, expired or not, or `undefined` when there is none (see `look`). */
   read(slot: number): LeaseRecord | undefined {
-    return this.look(slot, { clock: '', now: 0, wall: 0 })?.lease;
+    return this.look(slot, { clock: 'none', now: 0, wall: 0 })?.lease; // the time it has left is not asked
   }
 
   /**
@@ -500,8 +500,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
       // lock, so it cannot fall between them, however long this process pauses. The time is
       // read once the lock is held, not before: waiting for the lock may outlast the lease.
       fenced: db.transaction((held: Lease, now: () => ClockReading, runWork: () => unknown) => {
-        const reading = now();
-        const row = read.get({ slot: held.slot, clock: reading.clock, now: reading.now, wall: reading.wall });
+        const row = read.get({ slot: held.slot, ...now() });
         checkLease(held, row, () => (row as LeaseRow).expiresIn >= 0);
         return runWork();
       }),
