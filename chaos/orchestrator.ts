@@ -199,8 +199,19 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
         if (!leader || leader.kind !== 'candidate') return skip(leader ? 'the leader runs the original statements' : 'no leader');
         leader.send(`fenced-hang ${slot}`);
         return track(
-          hangOf(leader, slot, fault.at).then((hung) => {
-            if (!hung) return skip('the fenced transaction did not start (the lease was lost meanwhile)');
+          hangOf(leader, slot, fault.mono as number).then((hung) => {
+            if (!hung) {
+              // A command read late (the process was blocked meanwhile) may still hang it: it would
+              // hold the write lock for good, so it is killed then, as the fault meant.
+              track(
+                hangOf(leader, slot, fault.mono as number, 30_000).then((late) => {
+                  if (!late) return;
+                  leader.signal('SIGKILL');
+                  return restartLater(leader);
+                }),
+              );
+              return skip('the fenced transaction did not start (the lease was lost meanwhile)');
+            }
             Object.assign(fault, began());
             leader.signal('SIGKILL');
             restartLater(leader);
@@ -298,10 +309,11 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
     }
   };
 
-  /** Whether `worker` reported that it blocked inside a fenced transaction on `slot`, within a lease. */
-  const hangOf = async (worker: WorkerProcess, slot: number, since: number): Promise<boolean> => {
-    const deadline = Date.now() + timing.expiresAfter;
-    const reported = (type: string) => worker.records.some((r) => r.type === type && r.slot === slot && r.seq === uncommittedSeq && r.at >= since);
+  /** Whether `worker` reported that it blocked inside a fenced transaction on `slot`, within a lease (or `within` ms). */
+  const hangOf = async (worker: WorkerProcess, slot: number, since: number, within = timing.expiresAfter): Promise<boolean> => {
+    const deadline = Date.now() + within;
+    // On the monotonic clock: a worker's wall clock may have been stepped.
+    const reported = (type: string) => worker.records.some((r) => r.type === type && r.slot === slot && r.seq === uncommittedSeq && (r.mono as number) >= since);
     while (Date.now() < deadline && worker.alive) {
       if (reported('fenced-hang')) return true;
       if (reported('fenced-rejected')) return false;

@@ -121,6 +121,36 @@ describe.each(['wal', 'delete'] as const)('on SQLite (%s), every candidate on a 
   );
 });
 
+describe('on SQLite, a candidate in a time namespace of its own (its monotonic clock shifted)', () => {
+  const processes = workerProcesses('wal');
+  const shift = 100_000; // seconds: to the others, its deadlines would end a day later
+
+  it('agrees with the others on when a lease ends: its stopped lease is taken a lease later, and it takes no live one', () =>
+    processes.explain(async () => {
+      // unshare runs the worker as its child (and kills it if unshare dies): signals go to the worker's own pid.
+      const shifted = processes.start('candidate', { ...timing, ledgerEvery: 100 }, ['unshare', '--time', '--monotonic', String(shift), '--fork', '--kill-child']);
+      await processes.leaderAmong([shifted]);
+      const { pid } = shifted.records[0];
+      const others = [0, 1].map(() => processes.start('candidate', { ...timing, ledgerEvery: 100 }));
+      await eventually('every candidate campaigning', () => others.every((w) => w.holder !== undefined));
+      await sleep(timing.expiresAfter);
+      await pauseOutsideWriteLock(shifted, processes.database.open({ timeout: 0 }), pid);
+      const stoppedAt = monotonicNow();
+      const next = await eventually('another leader', () => others.find((w) => w.leads), 20_000);
+      expect((next.last('elected')!.mono as number) - stoppedAt).toBeLessThan(timing.expiresAfter + 1_500);
+      process.kill(pid, 'SIGCONT');
+      await eventually('the stopped leader learns it lost', () => shifted.find('lost'));
+      await sleep(3 * timing.expiresAfter); // it follows a live lease now: it must leave it alone
+      expect(shifted.leads).toBe(false);
+      // Its own reports are on its shifted clock: put them back on the host's to compare.
+      const onHost = shifted.records.map((r) => ({ ...r, mono: (r.mono as number) - shift * 1_000, monoExpiresAt: r.monoExpiresAt && r.monoExpiresAt - shift * 1_000 }));
+      const segments = [...beliefSegments(onHost, 'monotonic'), ...others.flatMap((w) => beliefSegments(w.records, 'monotonic'))];
+      expect(overlappingBeliefs(segments)).toEqual([]);
+      expect(count(others, 'elected')).toBe(1);
+    }),
+  );
+});
+
 describe('on SQLite, a leader paused past its deadline', () => {
   const processes = workerProcesses('wal');
 

@@ -27,12 +27,7 @@ export class ChildWorker extends WorkerProcess {
 
   /** Whether the kernel shows the process as stopped (SIGSTOP has taken effect). */
   get stopped(): boolean {
-    try {
-      // /proc/PID/stat: "pid (comm) STATE ..."; the name may hold spaces, so split after ')'.
-      return readFileSync(`/proc/${this.pid}/stat`, 'utf8').split(') ')[1].startsWith('T');
-    } catch {
-      return false;
-    }
+    return isStopped(this.pid);
   }
 
   /** Ends the process (if still running) and waits for it. */
@@ -43,5 +38,15 @@ export class ChildWorker extends WorkerProcess {
 
   describe(): string {
     return `worker ${this.pid}:\n${this.records.map((r) => JSON.stringify(r)).join('\n')}\n${this.stderr}`;
+  }
+}
+
+/** Whether the kernel shows process `pid` as stopped (SIGSTOP has taken effect). */
+export function isStopped(pid: number): boolean {
+  try {
+    // /proc/PID/stat: "pid (comm) STATE ..."; the name may hold spaces, so split after ')'.
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].startsWith('T');
+  } catch {
+    return false;
   }
 }

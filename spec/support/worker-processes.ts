@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { beliefSegments, BeliefSegment } from '../../chaos/history';
 import { eventually } from '../../chaos/eventually';
 import type { JournalMode, WorkerOptions } from '../../chaos/worker';
-import { ChildWorker } from './child-worker';
+import { ChildWorker, isStopped } from './child-worker';
 import { temporaryDatabase, TemporaryDatabase } from './temporary-database';
 
 /** Worker processes on one fresh database file per test, stopped after it. */
@@ -66,19 +66,20 @@ export function workerProcesses(journal: JournalMode): WorkerProcesses {
  * Stops `worker` with SIGSTOP at a moment when it holds no lock: a process paused inside a
  * write transaction (or, outside WAL mode, inside a read) stops every writer until it
  * resumes (SQLite's nature), which is not what this test is about. Checks with a probe
- * connection that takes the exclusive lock, and tries again if needed.
+ * connection that takes the exclusive lock, and tries again if needed. `pid` is the worker's
+ * own process where a launcher runs it as a child (`unshare --fork`).
  */
-export async function pauseOutsideWriteLock(worker: ChildWorker, probe: Database.Database): Promise<void> {
+export async function pauseOutsideWriteLock(worker: ChildWorker, probe: Database.Database, pid = worker.pid): Promise<void> {
   for (;;) {
-    worker.signal('SIGSTOP');
-    await eventually('the process to stop', () => worker.stopped);
+    process.kill(pid, 'SIGSTOP');
+    await eventually('the process to stop', () => isStopped(pid));
     try {
       probe.exec('BEGIN EXCLUSIVE');
       probe.exec('ROLLBACK');
       return;
     } catch {
-      worker.signal('SIGCONT');
-      await eventually('the process to run again', () => !worker.stopped);
+      process.kill(pid, 'SIGCONT');
+      await eventually('the process to run again', () => !isStopped(pid));
     }
   }
 }
