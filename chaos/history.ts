@@ -96,8 +96,10 @@ export function beliefSegments(records: WorkerRecord[], clock: 'wall' | 'monoton
   const expiresAt = (record: WorkerRecord) => (clock === 'wall' ? record.expiresAt : record.monoExpiresAt);
   for (const stream of groupBy(records, (record) => `${record.pid}/${record.slot ?? 0}`).values()) {
     let stop = Infinity;
-    // Backwards, so that each write meets the next stop report of its own stream.
-    for (const record of [...stream].reverse()) {
+    // In time order (the orchestrator's `killed` can come before the last report the process
+    // made, still in the pipe), then backwards, so that each write meets the next stop report
+    // of its own stream.
+    for (const record of [...stream].sort((a, b) => at(a) - at(b)).reverse()) {
       if (endsBelief.has(record.type)) stop = at(record);
       const until = expiresAt(record);
       if ((record.type !== 'elected' && record.type !== 'renewed') || until === undefined) continue;

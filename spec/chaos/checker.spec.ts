@@ -51,6 +51,18 @@ describe('checkHistory', () => {
     expect(flaws(history({ records: [...base.records, event(3, 500, 'elected', 'c', 3, 700)] }))).toContain('overlap');
   });
 
+  it('ends a belief at the kill even when the last report of the killed process is read after the kill was recorded', () => {
+    const base = history();
+    // a's renewal at 400 was still in the pipe when the kill at 450 was recorded; c takes over at 470.
+    const records = [
+      ...base.records.slice(0, 2),
+      { pid: 1, at: 450, type: 'killed', slot: 0 },
+      base.records[2],
+      event(3, 470, 'elected', 'c', 2, 1070),
+    ];
+    expect(checkHistory(history({ records, ledger: [] }), { slack: 100 }).violations.filter((v) => v.check === 'overlap')).toEqual([]);
+  });
+
   it('finds a term that went back', () => {
     const records = history().records.map((r) => (r.holder === 'b' ? { ...r, term: 1 } : r));
     expect(flaws(history({ records, ledger: [] }))).toEqual(['term-order']);
