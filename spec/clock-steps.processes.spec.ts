@@ -220,12 +220,18 @@ describe('on PostgreSQL, a server whose clock steps', () => {
   it.each([
     ['four forward steps of ten minutes', stepForward],
     ['a strobe', strobe],
-  ])('keeps its leader through %s', (_, steps) =>
+  ])('keeps its leader through %s, and an observer sees no change', (_, steps) =>
     explain(async () => {
       const leader = await startCandidates();
+      const watcher = new SpawnedScript(cliScript, ['watch', server.url, '--schema', schema]);
+      await watcher.shows(/leads, term/);
       const since = monotonicNow();
       await steps(clock, leader);
       await sleep(timing.expiresAfter + 1_000);
+      watcher.process.kill();
+      await watcher.exited;
+      expect(watcher.output.match(/leads, term/g)).toHaveLength(1);
+      expect(watcher.output).not.toMatch(/nobody leads/);
       expectUndisturbed(workers, leader, since, segments());
     }),
   );

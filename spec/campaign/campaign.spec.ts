@@ -366,6 +366,28 @@ describe('Campaign', () => {
     });
   });
 
+  it('never believes a renewal whose answer came after the lease it wrote ran out: lost, not renewed', () => {
+    const scheduler = virtualTime();
+    const clock = pausableClock(scheduler);
+    const seen: Array<[number, string, string | undefined]> = [];
+    // The process pauses for 200 inside its second renewal (sent at 60), after the write.
+    let renewals = 0;
+    const pausing: LeaseStore = { ...store, renew: (...args) => ((++renewals === 2 && clock.pause(200)), store.renew(...args)) };
+    scheduler.run(() => {
+      const campaign = new Campaign(
+        pausing,
+        0,
+        'b',
+        { renewEvery: 30, expiresAfter: 90, retryEvery: 50 },
+        { next: (event) => seen.push([clock.now(), event.type, 'reason' in event ? event.reason : undefined]), error: (error) => { throw error; } },
+        clock,
+      );
+      campaign.start();
+      scheduler.schedule(() => campaign.stop(), 65);
+    });
+    expect(seen).toEqual([[0, 'elected', undefined], [30, 'renewed', undefined], [260, 'lost', 'expired'], [260, 'elected', undefined]]);
+  });
+
   describe('believes', () => {
     it('ends the tenure at once, lost first, when asked after the lease ran out and before its timer fired', () => {
       const scheduler = virtualTime();

@@ -308,6 +308,9 @@ export class Campaign {
       (renewed) => {
         if (this.stopped || this.tenure?.term !== term) return; // ended meanwhile
         if (!renewed) return this.lose('superseded');
+        // An answer that came after the lease it wrote ran out (the process paused inside the
+        // call, say) is never believed: the belief ended meanwhile, and others may lead now.
+        if (this.now() >= sentAt + expiresAfter) return this.lose('expired');
         this.tenure = { term, expiresAt: sentAt + expiresAfter };
         if (this.emit({ type: 'renewed', ...this.lease(term), expiresAt: this.tenure.expiresAt })) this.renewInTime();
       },
