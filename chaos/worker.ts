@@ -7,15 +7,19 @@
  * stdin: `unsubscribe`, `subscribe`, `fenced-write` (one more write with the last lease of
  * each slot, whatever the campaign says since), `fenced-hang SLOT` (a fenced transaction
  * with that slot's last lease that never commits: the process blocks in it, to be killed
- * there), `usage` (CPU and event-loop time, for the benchmark), `exit`. SIGTERM is a
- * graceful stop.
+ * there), `usage` (CPU and event-loop time, for the benchmark), `loop-delay` (the event
+ * loop's delays since the last `loop-delay`, the first starting the count), `exit`. SIGTERM
+ * is a graceful stop. With `health`, it serves `leadershipHealth`'s report over HTTP as
+ * README's health example does, on a free port of 127.0.0.1 that it reports (`health`).
  */
 import Database from 'better-sqlite3';
+import { createServer } from 'node:http';
+import { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
-import { performance } from 'node:perf_hooks';
+import { IntervalHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Pool } from 'pg';
 import { asyncScheduler, EMPTY, ignoreElements, interval, map, merge, Subscription, tap } from 'rxjs';
-import { ElectedEvent, fenced, Lease, LeadershipEvent, LeaseStore, observeLeadership, whileLeader } from 'observe-leadership';
+import { ElectedEvent, fenced, Lease, LeadershipEvent, leadershipHealth, LeaseStore, observeLeadership, whileLeader } from 'observe-leadership';
 import { postgresLeaseStore } from 'observe-leadership/postgres';
 import type { PostgresTarget } from './chaos-database';
 import { uncommittedSeq } from './history';
@@ -49,6 +53,8 @@ export interface WorkerOptions {
    * database server's clock of the same host.
    */
   clockOffset?: number;
+  /** Serve `leadershipHealth`'s report over HTTP (GET /healthz), as README's health example does. */
+  health?: boolean;
 }
 
 /** What a worker needs of its database: the store to campaign in, fenced ledger writes, and a way out. */
@@ -169,7 +175,7 @@ export function reportUsage(extra: Record<string, unknown> = {}): void {
 
 function main(): void {
   const options = JSON.parse(process.argv[2]) as WorkerOptions;
-  const { file, postgres, worker = 'worker', slots = 1, ledgerEvery, tickEvery, journal, busyTimeout, clockOffset, ...timing } = options;
+  const { file, postgres, worker = 'worker', slots = 1, ledgerEvery, tickEvery, journal, busyTimeout, clockOffset, health, ...timing } = options;
   if (clockOffset) {
     const realNow = Date.now;
     Date.now = () => realNow() + clockOffset;
@@ -184,6 +190,26 @@ function main(): void {
   // whose it is: the benchmark asks whether this worker holds a standby place.
   let round = 0;
   let holder = '';
+  const healthReport = health ? leadershipHealth() : undefined;
+  if (healthReport) {
+    const server = createServer((_, response) => {
+      const check = healthReport.check();
+      response.writeHead(check.healthy ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(check));
+    });
+    server.listen(0, '127.0.0.1', () => report({ worker, type: 'health', port: (server.address() as AddressInfo).port }));
+    server.unref();
+  }
+  let loopDelay: IntervalHistogram | undefined;
+  /** The event loop's delays (ms) since the last call; the first call starts the count. */
+  const reportLoopDelay = () => {
+    if (loopDelay === undefined) {
+      loopDelay = monitorEventLoopDelay({ resolution: 5 });
+      loopDelay.enable();
+    }
+    const { max, count } = loopDelay;
+    report({ worker, type: 'loop-delay', max: count === 0 ? 0 : max / 1e6, p99: count === 0 ? 0 : loopDelay.percentile(99) / 1e6, count });
+    loopDelay.reset();
+  };
 
   const fencedWrite = (lease: ElectedEvent, seq: number) =>
     db.append(lease, seq).then(
@@ -203,7 +229,7 @@ function main(): void {
   const subscribe = () => {
     holder = `${worker}.${process.pid}.${++round}`;
     subscriptions = Array.from({ length: slots }, (_, slot) =>
-      observeLeadership(db.campaignIn, { ...timing, slot, holder, ...(scheduler && { scheduler }) })
+      observeLeadership(db.campaignIn, { ...timing, slot, holder, ...(scheduler && { scheduler }), ...(healthReport && { instrument: healthReport }) })
         .pipe(
           tap((event) => {
             if (event.type === 'elected') lastLeases.set(slot, event);
@@ -248,6 +274,7 @@ function main(): void {
       }
     },
     usage: () => reportUsage({ standby: db.standingBy(holder) }),
+    'loop-delay': reportLoopDelay,
     exit,
   };
   createInterface({ input: process.stdin }).on('line', (line) => {

@@ -306,25 +306,37 @@ describe("the original worker's test scenarios, through observeLeadership", () =
 describe('observeLeadership on a database file', () => {
   let file: TemporaryDatabase;
   beforeEach(() => (file = temporaryDatabase()));
-  afterEach(() => file.remove());
-
-  it('emits error events while renewals fail, loses as expired at the expiry it last wrote, then is re-elected', () => {
-    const db = file.open({ timeout: 0 });
-    const other = file.open({ timeout: 0 });
-    const scheduler = virtualTime();
-    scheduler.run(({ expectObservable }) => {
-      // Another connection holds the write lock from 5 to 32: every write of ours is busy.
-      scheduler.schedule(() => other.exec('BEGIN IMMEDIATE'), 5);
-      scheduler.schedule(() => other.exec('COMMIT'), 32);
-      const events = observeLeadership(db, { ...timing, holder: 'a', scheduler });
-      expectObservable(events, '^ 36ms !').toBe('a 9ms e 3ms e 3ms e 3ms e 3ms e 3ms (le) b', {
-        a: elected('a', 1, 30),
-        e: busy('a'),
-        l: lost('a', 1, 'expired'),
-        b: elected('a', 2, 64),
-      });
-    });
+  afterEach(() => {
+    jest.restoreAllMocks();
+    file.remove();
   });
+
+  it.each([
+    ['its own busy timeout at 0', 0],
+    ['a busy timeout of 5 s (better-sqlite3’s default), which it never waits in', 5_000],
+  ])(
+    'with %s: tries renewals again while another connection holds the write lock, reports it every retryEvery, loses as expired at the expiry it last wrote, then is re-elected',
+    (_, timeout) => {
+      jest.spyOn(Math, 'random').mockReturnValue(0); // steps of 1 ms
+      const db = file.open({ timeout });
+      const other = file.open({ timeout: 0 });
+      const scheduler = virtualTime();
+      scheduler.run(({ expectObservable }) => {
+        // Another connection holds the write lock from 5 to 32: every write of ours finds it taken.
+        scheduler.schedule(() => other.exec('BEGIN IMMEDIATE'), 5);
+        scheduler.schedule(() => other.exec('COMMIT'), 32);
+        const events = observeLeadership(db, { ...timing, holder: 'a', scheduler });
+        // Renewals from 10 every ms: reported at 14, 18, 22 and 26; lost at 30; elected at 32.
+        expectObservable(events, '^ 36ms !').toBe('a 13ms e 3ms e 3ms e 3ms e 3ms l 1ms b', {
+          a: elected('a', 1, 30),
+          e: busy('a'),
+          l: lost('a', 1, 'expired'),
+          b: elected('a', 2, 62),
+        });
+      });
+      expect(db.pragma('busy_timeout', { simple: true })).toBe(timeout);
+    },
+  );
 
   it('ends with DATABASE_READONLY on a read-only connection', () => {
     file.open().close();

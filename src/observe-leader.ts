@@ -5,7 +5,8 @@ import { LeadershipError } from './leadership-error';
 import { beginAll, expectInstrument, LeaderInstrument } from './instrument';
 import { LeaseObservation } from './campaign/lease-observation';
 import { monotonicScheduler, readClocks } from './campaign/monotonic-scheduler';
-import { Eventually, isPromiseLike, LeaseReader, LeaseView } from './store/lease-store';
+import { LockRetry } from './campaign/lock-retry';
+import { Eventually, isPromiseLike, LeaseReader, LeaseView, LockTaken } from './store/lease-store';
 import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
 
 /** Options of `observeLeader`. */
@@ -89,6 +90,7 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
     let timer: Subscription | undefined;
     let last: LeaderState | undefined;
     const observation = new LeaseObservation();
+    const lockRetry = new LockRetry();
     /** Whether a look is in flight, and whether another was asked for meanwhile. */
     let looking = false;
     let lookAgain = false;
@@ -121,6 +123,7 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
       handle();
     };
     const seen = (view: LeaseView | undefined): void => {
+      lockRetry.clear();
       const expiresIn = view === undefined ? -1 : observation.remaining(view, scheduler.now());
       const state = stateOf(slot, view, expiresIn);
       if (last === undefined || !sameState(state, last)) {
@@ -134,6 +137,10 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
     };
     const failed = (error: unknown): void => {
       if (!(error instanceof LeadershipError && error.transient)) return subscriber.error(error);
+      // A lock met (the store never waits for one): a few ms later, for up to `pollEvery`.
+      const now = scheduler.now();
+      if (error instanceof LockTaken && lockRetry.lockedFor(now) < pollEvery) return void (timer = scheduler.schedule(look, lockRetry.next(now)));
+      lockRetry.clear();
       timer = scheduler.schedule(look, pollEvery);
     };
     // A change reported by the store comes from inside another operation: look right after it.

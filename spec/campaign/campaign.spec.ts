@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { Campaign } from '../../src/campaign/campaign';
-import { Lease, LeadershipError, LeadershipEvent } from '../../src';
-import { AcquireResult, ChangeOrigin, LeaseChange, LeaseRecord, LeaseStore } from '../../src/store/lease-store';
+import { Lease, LeadershipEvent } from '../../src';
+import { AcquireResult, ChangeOrigin, LeaseChange, LeaseRecord, LeaseStore, LockTaken } from '../../src/store/lease-store';
 import { sqliteLeaseStore } from '../../src/store/sqlite/sqlite-lease-store';
 import { pausableClock, virtualTime } from '../support/virtual-time';
 import { at } from '../support/clock-reading';
@@ -74,16 +74,15 @@ describe('Campaign', () => {
     expect(acquire).toHaveBeenLastCalledWith(0, 'b', expect.objectContaining({ now: 10 }), 90, expect.objectContaining({ waitForLock: false }));
   });
 
-  it('steps aside without an error event when a crowd attempt finds the write lock taken, and tries again later', () => {
-    jest.spyOn(Math, 'random').mockReturnValue(0.5); // steps aside for 1 + 10 ms
+  it('steps aside without an error event when a crowd attempt finds the lock taken, and tries again a few ms later', () => {
+    jest.spyOn(Math, 'random').mockReturnValue(0.5); // the first step: 1 + 1 ms
     const { acquire } = store;
-    const busy = new LeadershipError('DATABASE_BUSY', 'database is locked');
     jest.spyOn(store, 'acquire').mockImplementation((...args) => {
-      if (args[4]?.waitForLock === false) throw busy;
+      if (args[4]?.waitForLock === false) throw new LockTaken('database is locked');
       return acquire(...args);
     });
     const seen = campaignOfB({ 10: () => (releaseX(), notify?.('anywhere', 'release')) });
-    expect(seen).toEqual([[21, 'elected']]);
+    expect(seen).toEqual([[12, 'elected']]);
   });
 
   it.each([
@@ -414,6 +413,90 @@ describe('Campaign', () => {
       });
       expect(answers).toEqual([true, false, false]);
       expect(seen).toEqual([[0, 'elected'], [220, 'lost'], [220, 'elected']]);
+    });
+  });
+
+  describe('while another connection holds the lock (the store never waits for it)', () => {
+    const timing = { renewEvery: 30, expiresAfter: 90, retryEvery: 50 };
+    /** The store, locked from `from` to `to` (virtual ms): every operation throws LockTaken meanwhile. */
+    function lockedStore(scheduler: { now(): number }, from: number, to: number): { store: LeaseStore; calls: Array<[number, string]> } {
+      const calls: Array<[number, string]> = [];
+      const guarded = <A extends unknown[], R>(name: string, operation: (...args: A) => R) => (...args: A): R => {
+        const now = scheduler.now();
+        calls.push([now, name]);
+        if (now >= from && now < to) throw new LockTaken('database is locked');
+        return operation(...args);
+      };
+      return {
+        calls,
+        store: {
+          ...store,
+          acquire: guarded('acquire', store.acquire),
+          renew: guarded('renew', store.renew),
+          release: guarded('release', store.release),
+        },
+      };
+    }
+    function run(lockFrom: number, lockTo: number, stopAt: number, random = 0.5) {
+      jest.spyOn(Math, 'random').mockReturnValue(random);
+      const scheduler = virtualTime();
+      const seen: Array<[number, string, string?]> = [];
+      const { store: locked, calls } = lockedStore(scheduler, lockFrom, lockTo);
+      scheduler.run(() => {
+        const campaign = new Campaign(
+          locked,
+          0,
+          'b',
+          timing,
+          {
+            next: (event) => seen.push(event.type === 'error' ? [scheduler.now(), event.type, event.error.code] : [scheduler.now(), event.type]),
+            error: (error) => { throw error; },
+          },
+          scheduler,
+        );
+        campaign.start();
+        scheduler.schedule(() => campaign.stop(), stopAt);
+      });
+      return { seen, calls };
+    }
+
+    it('a renewal tries again on short, widening steps, silently, and renews once the lock is free', () => {
+      const { seen, calls } = run(30, 40, 50);
+      // Steps of 2, 3, 5, 9 ms (random 0.5 in widths 2, 4, 8, 16): the renewal of 49 gets through.
+      expect(calls.filter(([, name]) => name === 'renew').map(([at]) => at)).toEqual([30, 32, 35, 40]);
+      expect(seen).toEqual([[0, 'elected'], [40, 'renewed']]);
+    });
+
+    it('a renewal locked out until its lease ends: an error event every retryEvery, then lost at the very end of the lease', () => {
+      const { seen, calls } = run(30, 1_000, 95);
+      // Tries at 30, 32, 35, 40, 49, 66, 83 (steps 2, 3, 5, 9, then 17: the widest, 32, at 0.5).
+      expect(seen).toEqual([[0, 'elected'], [83, 'error', 'DATABASE_BUSY'], [90, 'lost']]);
+      // Never more than the widest step (32 ms) between two tries, and none past the lease.
+      const renewals = calls.filter(([, name]) => name === 'renew').map(([at]) => at);
+      expect(Math.max(...renewals)).toBeLessThan(90);
+      expect(renewals.slice(1).map((at, i) => at - renewals[i]).every((gap) => gap >= 1 && gap <= 32)).toBe(true);
+    });
+
+    it('a follower locked out for retryEvery reports it once, then tries every retryEvery until the lock is free', () => {
+      const { seen, calls } = run(0, 170, 230);
+      const attempts = calls.filter(([, name]) => name === 'acquire').map(([at]) => at);
+      // Tries at 0, 2, 5, 10, 19, 36, 53: reported; then at 103 and on the same steps to 156: reported; then 206.
+      expect(seen).toEqual([[53, 'error', 'DATABASE_BUSY'], [156, 'error', 'DATABASE_BUSY'], [206, 'elected']]);
+      expect(attempts.filter((at) => at > 53 && at < 103)).toEqual([]);
+      expect(attempts.filter((at) => at > 156 && at < 206)).toEqual([]);
+    });
+
+    it('a release that finds the lock taken is tried again until it gets through, for up to retryEvery', () => {
+      const { calls } = run(40, 45, 40);
+      expect(calls.filter(([, name]) => name === 'release').map(([at]) => at)).toEqual([40, 42, 45]);
+      expect(sqliteLeaseStore(db).read(0)).toBeUndefined();
+    });
+
+    it('spreads a crowd: campaigns drawing different steps try again at different moments', () => {
+      const first = run(30, 60, 70, 0.1).calls.filter(([, name]) => name === 'renew');
+      jest.restoreAllMocks();
+      const second = run(30, 60, 70, 0.9).calls.filter(([, name]) => name === 'renew');
+      expect(first.slice(1, 4)).not.toEqual(second.slice(1, 4));
     });
   });
 });

@@ -2,8 +2,9 @@ import { SchedulerLike, Subscription } from 'rxjs';
 import { LeadershipError } from '../leadership-error';
 import { Lease, LeadershipEvent, LostReason } from '../leadership-event';
 import type { LeaseRecord } from '../store/lease-store';
-import { AcquireResult, ChangeOrigin, ClockReading, Eventually, isPromiseLike, isTenure, LeaseChange, LeaseStore, TenureWatch } from '../store/lease-store';
+import { AcquireResult, ChangeOrigin, ClockReading, Eventually, isPromiseLike, isTenure, LeaseChange, LeaseStore, LockTaken, TenureWatch } from '../store/lease-store';
 import { LeaseObservation } from './lease-observation';
+import { LockRetry } from './lock-retry';
 import { readClocks } from './monotonic-scheduler';
 
 /**
@@ -12,12 +13,6 @@ import { readClocks } from './monotonic-scheduler';
  * follower would cost more CPU than the handoff takes once there are dozens of them.
  */
 const standbyPlaces = 3;
-
-/**
- * Ms over which followers that stepped aside spread their next attempt: by then, whoever held
- * the write lock has most likely taken the slot, and reading alone tells them so.
- */
-const stepAsideSpread = 20;
 
 /** The durations that drive a campaign, in milliseconds (see `LeadershipConfig`). */
 export interface CampaignTiming {
@@ -56,6 +51,12 @@ interface Tenure {
  * slot only from a lease it watched unchanged for the lease's whole length, and standbys
  * hear of renewals, so that they start each count within ms of the write.
  *
+ * A store never waits for a lock with the host's event loop stopped: it reports the lock
+ * taken (`LockTaken`) at once, and the operation is tried again on this campaign's timer
+ * a few ms later (`LockRetry`), a renewal until its lease ends. A lock that stays taken for
+ * `retryEvery` is reported as an `error` event (`DATABASE_BUSY`), once per `retryEvery`;
+ * a follower then tries again every `retryEvery`, as after any transient error.
+ *
  * All time comes from `scheduler.now()`. A lease's end, as the candidate believes it, is
  * `expiresAfter` from the moment the write was sent, so a reply that comes late (a slow
  * network, a busy server) only shortens the belief. The store may answer at once (SQLite)
@@ -87,6 +88,8 @@ export class Campaign {
   private ended: Lease | undefined;
   /** What this follower knows of how long the lease it last saw has left. */
   private readonly observation = new LeaseObservation();
+  /** When to try again while the lock the operation needs is taken. */
+  private readonly lockRetry = new LockRetry();
 
   constructor(
     private readonly store: LeaseStore,
@@ -118,20 +121,27 @@ export class Campaign {
     const standing = this.unwatch !== undefined || this.standby === 'held';
     this.listen(false);
     this.unwatchLeader();
+    this.lockRetry.clear();
     const { tenure } = this;
     this.tenure = undefined;
-    this.perform(
-      () => {
-        if (tenure !== undefined) return this.store.release(this.lease(tenure.term));
-        if (standing) return this.store.leaveStandby(this.slot, this.holder);
-        return undefined;
-      },
-      () => undefined,
-      // Nobody is left to tell here (stores that answer later keep it for whoever awaits
-      // them); the lease expires by itself.
-      () => undefined,
-    );
+    if (tenure !== undefined) return this.release(this.lease(tenure.term));
+    // Best effort: an unused place only delays the next standby until it expires.
+    if (standing) this.perform(() => this.store.leaveStandby(this.slot, this.holder), nothing, nothing);
   };
+
+  /**
+   * Frees the slot at the end, trying again while the lock is taken, for up to `retryEvery`:
+   * a slot left held waits for its lease to expire (on a host whose followers can tell that
+   * this tenure is over, they take it anyway). Other errors are told to nobody (stores that
+   * answer later keep them for whoever awaits them); the lease expires by itself.
+   */
+  private release(lease: Lease): void {
+    this.perform(() => this.store.release(lease), nothing, (error) => {
+      const now = this.now();
+      if (!(error instanceof LockTaken) || this.lockRetry.lockedFor(now) >= this.timing.retryEvery) return;
+      this.timer = this.scheduler.schedule(() => this.whenSettled(() => this.release(lease)), this.lockRetry.next(now));
+    });
+  }
 
   /**
    * The slots may have changed hands: a follower tries at once rather than at its next
@@ -174,9 +184,14 @@ export class Campaign {
       (result) => this.onAcquireResult(result, sentAt),
       (error) => {
         if (this.stopped) return;
-        if (!waitForLock && error instanceof LeadershipError && error.code === 'DATABASE_BUSY') {
-          this.standBy();
-          return this.wake(this.attempt, 1 + Math.floor(Math.random() * stepAsideSpread));
+        if (error instanceof LockTaken) {
+          // Whoever holds the lock is most likely taking the slot: reading again a few ms
+          // later tells. A lock held for `retryEvery` is reported, and polled for as usual.
+          const now = this.now();
+          const lockedFor = this.lockRetry.lockedFor(now);
+          if (lockedFor < this.timing.retryEvery) return this.wake(this.attempt, this.lockRetry.next(now));
+          this.lockRetry.clear();
+          error = lockedOut(error, lockedFor);
         }
         this.onStoreError(error, () => this.wake(this.attempt, this.timing.retryEvery));
       },
@@ -184,6 +199,7 @@ export class Campaign {
   }
 
   private onAcquireResult(result: AcquireResult, sentAt: number): void {
+    this.lockRetry.clear();
     if (result.acquired) {
       // Recorded even when stopped meanwhile: the release at the end needs the term.
       this.tenure = { term: result.lease.term, expiresAt: sentAt + this.timing.expiresAfter };
@@ -306,6 +322,7 @@ export class Campaign {
       // meanwhile (the store checks holder and term), so the tenure may go on.
       () => this.store.renew(this.lease(term), this.reading(), expiresAfter),
       (renewed) => {
+        this.lockRetry.clear();
         if (this.stopped || this.tenure?.term !== term) return; // ended meanwhile
         if (!renewed) return this.lose('superseded');
         // An answer that came after the lease it wrote ran out (the process paused inside the
@@ -316,12 +333,29 @@ export class Campaign {
       },
       (error) => {
         if (this.stopped || this.tenure?.term !== term) return;
+        if (error instanceof LockTaken) return this.renewWhenFree(error);
         this.onStoreError(error, () => this.scheduleRenewal(this.timing.retryEvery));
       },
     );
     // An answer still to come: the lease in force runs out meanwhile, if it comes to that.
     if (this.inFlight !== undefined && this.tenure?.term === term) this.scheduleExpiry();
   };
+
+  /**
+   * The renewal found the lock taken: tried again a few ms later, and again, until the lease
+   * in force ends (then `lost`, `expired`, on time: nothing waited). Every `retryEvery` of it
+   * is reported as an `error` event.
+   */
+  private renewWhenFree(error: LockTaken): void {
+    const now = this.now();
+    const step = this.lockRetry.next(now);
+    const lockedFor = this.lockRetry.lockedFor(now);
+    if (lockedFor >= this.timing.retryEvery) {
+      this.lockRetry.restart(now);
+      if (!this.emit({ type: 'error', slot: this.slot, holder: this.holder, error: lockedOut(error, lockedFor) })) return;
+    }
+    this.scheduleRenewal(step);
+  }
 
   /**
    * After a lease was written: renews every `renewEvery`, or halfway through what is left of
@@ -353,6 +387,7 @@ export class Campaign {
   private lose(reason: LostReason): void {
     const lease = this.lease((this.tenure as Tenure).term);
     this.tenure = undefined;
+    this.lockRetry.clear(); // a follower's attempts start an episode of their own
     const goesOn = this.emit({ type: 'lost', ...lease, reason });
     // Only now, with the belief gone everywhere it was told, may the store say so.
     this.store.endTenure?.(lease);
@@ -451,4 +486,11 @@ export class Campaign {
   private now(): number {
     return Math.floor(this.scheduler.now());
   }
+}
+
+function nothing(): void {}
+
+/** The report of a lock that another connection kept for `lockedFor` ms while this campaign tried again. */
+function lockedOut(error: LockTaken, lockedFor: number): LeadershipError {
+  return new LeadershipError('DATABASE_BUSY', `The lock stayed taken for ${lockedFor} ms; trying again (${error.message})`, { cause: error });
 }

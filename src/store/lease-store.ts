@@ -1,4 +1,17 @@
+import { LeadershipError } from '../leadership-error';
 import { Lease } from '../leadership-event';
+
+/**
+ * What a store throws when the lock an operation needs is held by another connection and it
+ * did not wait for it: SQLite's busy wait would stop the host's event loop, PostgreSQL's crowd
+ * gate is held by the follower that is taking the slot. Nothing was done; the caller tries
+ * again on its own timers, a few ms later (see `LockRetry`). Its code is `DATABASE_BUSY`.
+ */
+export class LockTaken extends LeadershipError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('DATABASE_BUSY', message, options);
+  }
+}
 
 /**
  * One reading of the clocks that time leases, taken when an operation is sent. Stores whose
@@ -65,13 +78,14 @@ export interface WatchOptions {
   readonly renewals?: boolean;
 }
 
-/** How an acquire attempt meets another connection's write lock. */
+/** What an acquire attempt knows of the moment it is made. */
 export interface AcquireOptions {
   /**
-   * `true` (the default): wait for the lock as the connection is configured to. `false`: throw
-   * `DATABASE_BUSY` at once, for attempts made when many candidates are likely trying at the
-   * same moment: whoever holds the lock is probably taking the slot, and a crowd queueing
-   * behind it only slows it down. Stores without a database-wide write lock ignore it.
+   * `false` for attempts made when many candidates are likely trying at the same moment
+   * (a release or a death was just announced): whoever goes first is probably taking the
+   * slot, and a store where the others would queue behind it (PostgreSQL's row lock) throws
+   * `LockTaken` to them at once instead. SQLite's store ignores it: it never waits for a lock.
+   * @default true
    */
   readonly waitForLock?: boolean;
   /**
@@ -153,7 +167,9 @@ export interface LeaseReader {
  *
  * Operations return at once or a promise; errors (thrown or rejected) are only
  * `LeadershipError`s, so that the campaign can tell transient errors from terminal ones
- * without knowing the database.
+ * without knowing the database. A store whose operations would otherwise wait for a lock
+ * with the host's event loop stopped (SQLite: the connection's busy wait) never waits: it
+ * throws `LockTaken` at once, and the caller tries again on its timers.
  */
 export interface LeaseStore {
   /**
@@ -181,7 +197,7 @@ export interface LeaseStore {
    * `expiresAfter` ms, and says whether `holder` holds one now. Standby followers are the
    * ones that watch for releases, so that a release wakes a few processes, not every
    * follower. Winning the slot gives the place up. Never waits for a lock: throws
-   * `DATABASE_BUSY` at once instead.
+   * `LockTaken` at once instead.
    */
   standBy(slot: number, holder: string, now: ClockReading, expiresAfter: number, places: number): Eventually<boolean>;
   /** Gives up `holder`'s standby place of `slot`, if it has one. */

@@ -3,7 +3,9 @@ import { SqliteLeaseStore, sqliteLeaseStore } from '../../../src/store/sqlite/sq
 import { installSqliteSchema } from '../../../src/store/sqlite/sqlite-schema';
 import { eventually } from '../../../chaos/eventually';
 import { seedStatements } from '../../../chaos/seed-statements';
-import { LeadershipError } from '../../../src';
+import { LockTaken } from '../../../src/store/lease-store';
+import { spawn } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
 import { TemporaryDatabase, temporaryDatabase } from '../../support/temporary-database';
 import { at } from '../../support/clock-reading';
 
@@ -132,17 +134,63 @@ describe('SqliteLeaseStore', () => {
     });
     afterEach(() => file.remove());
 
-    it('throws DATABASE_BUSY at once without waitForLock, and leaves the busy timeout as the user set it', () => {
-      const ours = file.open({ timeout: 2_000 });
-      installSqliteSchema(ours); // made once, waiting for the lock as configured
-      other.exec('BEGIN IMMEDIATE');
-      const started = Date.now();
-      const attempt = () => sqliteLeaseStore(ours).acquire(0, 'a', at(1_000), 300, { waitForLock: false });
-      expect(attempt).toThrow(expect.objectContaining({ code: 'DATABASE_BUSY' }) as LeadershipError);
-      expect(Date.now() - started).toBeLessThan(1_000); // generous: the busy timeout is 2 s
-      expect(ours.pragma('busy_timeout', { simple: true })).toBe(2_000);
-      other.exec('COMMIT');
-      expect(attempt().acquired).toBe(true);
+    it.each(['delete', 'wal'] as const)(
+      'in %s mode, never waits for another connection’s lock: every operation of its own throws LockTaken at once, and the user’s busy timeout stays as set',
+      (journal) => {
+        const locked = temporaryDatabase(journal);
+        try {
+          const ours = locked.open({ timeout: 2_000 });
+          const store = sqliteLeaseStore(ours);
+          const lease = { slot: 0, holder: 'a', term: store.acquire(0, 'a', at(1_000), 300).lease.term };
+          store.standBy(1, 'a', at(1_000), 300, 3);
+          const holder = locked.open({ timeout: 0 });
+          holder.exec('BEGIN EXCLUSIVE'); // readers too are kept out in a rollback journal
+          const operations: Record<string, () => unknown> = {
+            acquire: () => store.acquire(1, 'a', at(1_000), 300),
+            renew: () => store.renew(lease, at(1_000), 300),
+            release: () => store.release(lease),
+            standBy: () => store.standBy(2, 'a', at(1_000), 300, 3),
+            leaveStandby: () => store.leaveStandby(1, 'a'),
+            ...(journal === 'wal' ? {} : { look: () => store.look(0, at(1_000)) }),
+          };
+          const outcomes = Object.entries(operations).map(([name, operation]) => {
+            const started = performance.now();
+            let thrown: unknown;
+            try {
+              operation();
+            } catch (error) {
+              thrown = error;
+            }
+            // Generous: the busy timeout is 2 s.
+            return [name, thrown instanceof LockTaken, performance.now() - started < 500, ours.pragma('busy_timeout', { simple: true })];
+          });
+          expect(outcomes).toEqual(Object.keys(operations).map((name) => [name, true, true, 2_000]));
+          // What WAL readers see meanwhile is the last commit: the lease stands.
+          if (journal === 'wal') expect(store.look(0, at(1_000))?.lease.holder).toBe('a');
+          holder.exec('COMMIT');
+          expect(store.renew(lease, at(1_100), 300)).toBe(true);
+          expect(store.acquire(1, 'a', at(1_100), 300).acquired).toBe(true);
+        } finally {
+          locked.remove();
+        }
+      },
+    );
+
+    it('fenced waits for the write lock as the user’s busy timeout says, then runs the work', async () => {
+      const ours = file.open({ timeout: 5_000 });
+      const store = sqliteLeaseStore(ours);
+      const lease = { slot: 0, holder: 'a', term: store.acquire(0, 'a', at(1_000), 60_000).lease.term };
+      // A child process holds the write lock for 300 ms: the fenced call waits it out, in the busy wait.
+      const child = spawn(process.execPath, ['-e', `
+        const db = new (require(${JSON.stringify(require.resolve('better-sqlite3'))}))(${JSON.stringify(file.file)});
+        db.exec('BEGIN IMMEDIATE'); process.stdout.write('locked');
+        setTimeout(() => { db.exec('COMMIT'); db.close(); }, 300);`], { stdio: ['ignore', 'pipe', 'inherit'] });
+      await new Promise((resolve) => child.stdout.once('data', resolve));
+      const started = performance.now();
+      const written = store.fenced(lease, () => at(1_100), () => 'written');
+      expect(written).toBe('written');
+      expect(performance.now() - started).toBeGreaterThanOrEqual(100);
+      await new Promise((resolve) => child.once('exit', resolve));
     });
 
     it("reports another connection's acquisitions and releases as changes seen anywhere, not renewals or other writes", async () => {

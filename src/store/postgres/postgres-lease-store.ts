@@ -3,7 +3,7 @@ import { ulid } from 'ulid';
 import { argumentError, expectConfig, expectInteger, expectObject, expectString, MAX_DELAY } from '../../argument-check';
 import { Lease } from '../../leadership-event';
 import { checkLease } from '../lease-check';
-import { AcquireOptions, AcquireResult, ChangeOrigin, ClockReading, LeaseChange, LeaseReader, LeaseRecord, LeaseStore, LeaseView, WatchOptions } from '../lease-store';
+import { AcquireOptions, AcquireResult, ChangeOrigin, ClockReading, LeaseChange, LeaseReader, LeaseRecord, LeaseStore, LeaseView, LockTaken, WatchOptions } from '../lease-store';
 import { LeadershipError } from '../../leadership-error';
 import { ChangeListeners } from '../change-listeners';
 import { toLeadershipError } from './postgres-error';
@@ -304,7 +304,7 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
   /**
    * `waitForLock: false` marks an attempt made when a release was just announced: the slot is
    * most likely free, so it goes straight to the compare-and-set, one round trip sooner, and
-   * only one of the crowd makes it; the others get `DATABASE_BUSY` at once and step aside.
+   * only one of the crowd makes it; the others get `LockTaken` at once and step aside.
    */
   acquire(slot: number, holder: string, now: ClockReading, expiresAfter: number, options: AcquireOptions = {}): Promise<AcquireResult> {
     const { waitForLock = true, over } = options;
@@ -328,10 +328,10 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
     });
   }
 
-  /** The crowd's compare-and-set (see the statement); `DATABASE_BUSY` for those who did not get the gate. */
+  /** The crowd's compare-and-set (see the statement); `LockTaken` for those who did not get the gate. */
   private async takeInCrowd(parameters: unknown[]): Promise<Row[]> {
     const [result] = await this.query<Row & { open: boolean }>(this.statements.takeInCrowd, parameters);
-    if (!result.open) throw new LeadershipError('DATABASE_BUSY', 'Another candidate of the crowd is taking the slot');
+    if (!result.open) throw new LockTaken('Another candidate of the crowd is taking the slot');
     return result.holder === null ? [] : [result];
   }
 

@@ -1,18 +1,22 @@
 import type { Database } from 'better-sqlite3';
 import { LeadershipError } from '../../leadership-error';
+import { LockTaken } from '../lease-store';
 
 /**
  * Turns what better-sqlite3 threw into a `LeadershipError` whose code says whether it can
  * heal. better-sqlite3 reports a closed connection with a plain `TypeError`, so the
  * connection's own state is asked first; SQLite's extended codes (`SQLITE_BUSY_SNAPSHOT`,
- * `SQLITE_READONLY_DBMOVED`, ...) are grouped by their primary code.
+ * `SQLITE_READONLY_DBMOVED`, ...) are grouped by their primary code. A lock met without
+ * waiting (`waited: false`: the library's own statements, which run with no busy wait) is
+ * `LockTaken`, which the caller retries on its own timers.
  */
-export function toLeadershipError(error: unknown, db: Database): LeadershipError {
+export function toLeadershipError(error: unknown, db: Database, { waited = true } = {}): LeadershipError {
   if (error instanceof LeadershipError) return error;
   if (!db.open) return new LeadershipError('DATABASE_CLOSED', 'The database connection is closed', { cause: error });
   const sqliteCode = typeof (error as { code?: unknown })?.code === 'string' ? (error as { code: string }).code : '';
   const code = codeOf(sqliteCode);
   const reason = error instanceof Error ? error.message : String(error);
+  if (code === 'DATABASE_BUSY' && !waited) return new LockTaken(`${describe[code]}: ${reason} (not waited for)`, { cause: error });
   return new LeadershipError(code, `${describe[code]}: ${reason}`, { cause: error });
 }
 

@@ -193,6 +193,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
   private readonly endpoints: TenureEndpoints | undefined;
   /** The tenure being committed, whose endpoint is open already. */
   private uncommitted: Lease | undefined;
+  private busyPragmas: { read: Statement<[], number>; set: (ms: number) => Statement } | undefined;
 
   constructor(private readonly db: Database) {
     const file = db.memory ? undefined : canonicalPath(db.name);
@@ -200,7 +201,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
     this.endpoints = file === undefined ? undefined : new TenureEndpoints(file);
   }
 
-  acquire(slot: number, holder: string, now: ClockReading, expiresAfter: number, { waitForLock = true, ended }: AcquireOptions = {}): AcquireResult {
+  acquire(slot: number, holder: string, now: ClockReading, expiresAfter: number, { ended }: AcquireOptions = {}): AcquireResult {
     return this.guard((statements) => {
       const answer = (acquired: boolean, row: LeaseRow): AcquireResult => ({ acquired, ...viewOf(row) });
       const judged = { slot, ...now };
@@ -208,19 +209,18 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
       const seen = statements.read.get(judged);
       if (seen !== undefined && seen.holder !== holder && seen.expiresIn >= 0 && !isTenure(seen, ended)) return answer(false, seen);
       const parameters = { ...judged, holder, expiresAt: now.wall + expiresAfter, endedHolder: ended?.holder ?? null, endedTerm: ended?.term ?? null };
-      const take = () => {
-        try {
-          return statements.acquire.immediate(parameters, deadlineOf(now, expiresAfter));
-        } catch (error) {
-          // The commit failed (better-sqlite3 commits after the transaction's function): the
-          // tenure never was, and nobody may ever reach its endpoint.
-          if (this.uncommitted !== undefined) this.endpoints?.closeFor(this.uncommitted);
-          throw error;
-        } finally {
-          this.uncommitted = undefined;
-        }
-      };
-      const { acquired, lease } = waitForLock ? take() : this.withoutBusyWait(take);
+      let taken: { acquired: boolean; lease: LeaseRow };
+      try {
+        taken = statements.acquire.immediate(parameters, deadlineOf(now, expiresAfter));
+      } catch (error) {
+        // The commit failed (better-sqlite3 commits after the transaction's function): the
+        // tenure never was, and nobody may ever reach its endpoint.
+        if (this.uncommitted !== undefined) this.endpoints?.closeFor(this.uncommitted);
+        throw error;
+      } finally {
+        this.uncommitted = undefined;
+      }
+      const { acquired, lease } = taken;
       if (acquired) {
         this.signalFile?.signal(); // for observers; standbys find it taken
         if (ended !== undefined && seen !== undefined && isTenure(seen, ended)) this.endpoints?.removeLeftover(ended);
@@ -273,8 +273,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
       const live = new Set(taken.filter((place) => place.expiresAt >= now).map((place) => place.place));
       const place = own?.place ?? Array.from({ length: places }, (_, index) => index).find((index) => !live.has(index));
       if (place === undefined) return false;
-      // A standby place is worth no wait: a follower without one polls, and tries again then.
-      return this.withoutBusyWait(() => statements.standbyClaim.run({ slot, place, holder, now, expiresAt }).changes === 1);
+      return statements.standbyClaim.run({ slot, place, holder, now, expiresAt }).changes === 1;
     });
   }
 
@@ -297,13 +296,11 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
    * read-only connection, and before the schema exists (then there is no row).
    */
   look(slot: number, now: ClockReading): LeaseView | undefined {
-    try {
+    return this.withoutBusyWait(() => {
       this.beforeOperation();
       const row = this.reader()?.get({ slot, ...now });
       return row && viewOf(row);
-    } catch (error) {
-      throw toLeadershipError(error, this.db);
-    }
+    });
   }
 
   /** The slot's current row, expired or not, or `undefined` when there is none (see `look`). */
@@ -314,7 +311,9 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
   /**
    * Runs `work` in one write transaction that first checks that `lease` is held and not
    * expired at `now()`, read once the transaction holds the write lock; throws
-   * `LeadershipError` `LEASE_LOST`, writing nothing, if not.
+   * `LeadershipError` `LEASE_LOST`, writing nothing, if not. Unlike the library's other
+   * statements, it waits for the write lock as the connection's busy timeout says: the
+   * user's work needs that lock, and the user chose how long to wait for it.
    */
   fenced<T>(lease: Lease, now: () => ClockReading, work: () => T): T {
     const statements = this.guard((prepared) => prepared);
@@ -336,25 +335,47 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
     }
   }
 
-  /** Runs `operation` with the connection's busy timeout at 0, then puts the user's back. */
+  /**
+   * Runs one of the library's own operations with the connection's busy timeout at 0, then
+   * puts the user's back, whatever happens: better-sqlite3 is synchronous, and SQLite's busy
+   * wait (sleeps of 1 to 100 ms, whatever frees meanwhile) would stop the host's event loop,
+   * its timers and the lease's own deadline with it, for up to the busy timeout. A lock met
+   * is `LockTaken` at once, tried again on the campaign's timers. The user's statements, on
+   * the same connection, keep the timeout they set (a microsecond's worth of pragmas).
+   */
   private withoutBusyWait<T>(operation: () => T): T {
-    const timeout = this.db.pragma('busy_timeout', { simple: true }) as number;
-    if (timeout === 0) return operation();
-    this.db.pragma('busy_timeout = 0');
+    let pragmas: ReturnType<SqliteLeaseStore['busyTimeout']> | undefined;
+    let timeout = 0;
     try {
+      pragmas = this.busyTimeout();
+      timeout = pragmas.read.get() as number;
+      if (timeout !== 0) pragmas.set(0).get();
       return operation();
+    } catch (error) {
+      throw toLeadershipError(error, this.db, { waited: false });
     } finally {
-      this.db.pragma(`busy_timeout = ${timeout}`);
+      if (timeout !== 0 && this.db.open) pragmas?.set(timeout).get();
     }
   }
 
+  /** The pragmas that read and set the busy timeout, prepared once (one statement per value set). */
+  private busyTimeout(): { read: Statement<[], number>; set: (ms: number) => Statement } {
+    if (this.busyPragmas) return this.busyPragmas;
+    const read = this.db.prepare<[], number>('PRAGMA busy_timeout').pluck();
+    const setters = new Map<number, Statement>();
+    const set = (ms: number): Statement => {
+      let statement = setters.get(ms);
+      if (statement === undefined) setters.set(ms, (statement = this.db.prepare(`PRAGMA busy_timeout = ${Math.trunc(ms)}`)));
+      return statement;
+    };
+    return (this.busyPragmas = { read, set });
+  }
+
   private guard<T>(operation: (statements: Statements) => T): T {
-    try {
+    return this.withoutBusyWait(() => {
       this.beforeOperation();
       return operation(this.ready());
-    } catch (error) {
-      throw toLeadershipError(error, this.db);
-    }
+    });
   }
 
   private beforeOperation(): void {
