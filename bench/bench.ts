@@ -1,12 +1,12 @@
 /**
- * npm run bench [-- --smoke] [-- --only SCENARIOS] [-- --journal MODES] [-- --out FOLDER]
+ * npm run bench [-- --smoke] [-- --only SCENARIOS] [-- --journal MODES] [-- --trials N] [-- --out FOLDER]
  *
  * Measures failover and cost with this library and, side by side in the same run, with a
  * baseline that does what the original worker does (its statements, polling at a fixed
  * interval). Prints the tables, writes results.json and latency.svg into FOLDER (bench/ by
  * default; a temporary folder for --smoke, the tiny run that CI makes so that this script
  * cannot rot, and for --only, which runs some of the scenarios: a comma-separated list of
- * handoff, takeover, scale, idle, statements, postgres, fleet).
+ * handoff, takeover, scale, locked, idle, statements, postgres, fleet).
  *
  * Every SQLite scenario runs once per journal mode of --journal (a comma-separated list of
  * delete, truncate, persist, wal; all four by default). Processes open the file as users do:
@@ -39,6 +39,7 @@ import { renderChart } from './chart';
 import { fleet, FleetSize } from './fleet';
 import { PoolMode, poolModes, startPgBouncer } from '../chaos/pgbouncer';
 import { Cluster, coldStarts, Comparison, defaults, Distribution, distribution, handoffs, shortLease, takeovers, Timing } from './cluster';
+import { LockedRun, lockedRuns, lockedTiming } from './locked';
 
 /** A stopped leader (SIGSTOP) for `pause` ms, once its standbys watch it: who was elected, when, against its lease. */
 export interface StoppedLeaderTrial {
@@ -214,7 +215,7 @@ async function serverVersion(url: string): Promise<string> {
   }
 }
 
-const scenarios = ['handoff', 'takeover', 'scale', 'idle', 'statements', 'postgres', 'fleet'] as const;
+const scenarios = ['handoff', 'takeover', 'scale', 'locked', 'idle', 'statements', 'postgres', 'fleet'] as const;
 type Scenario = (typeof scenarios)[number];
 
 function parseArguments(argv: string[]) {
@@ -233,17 +234,21 @@ function parseArguments(argv: string[]) {
   // The smoke run takes the default mode and the advised one: enough to keep both paths working.
   const journals = listOf('--journal', journalModes) ?? (smoke ? (['delete', 'wal'] as JournalMode[]) : [...journalModes]);
   const out = valueOf('--out') ?? (smoke || only ? mkdtempSync(join(os.tmpdir(), 'bench-')) : join(__dirname, '..', '..', 'bench'));
-  return { smoke, out, journals, runs: (scenario: Scenario) => only === undefined || only.includes(scenario) };
+  const trials = valueOf('--trials') === undefined ? undefined : Number(valueOf('--trials'));
+  if (trials !== undefined && !(Number.isInteger(trials) && trials > 0)) throw new Error(`Expected --trials to be a positive integer, got ${valueOf('--trials')}`);
+  return { smoke, out, journals, trials, runs: (scenario: Scenario) => only === undefined || only.includes(scenario) };
 }
 
 type StatementCosts = ReturnType<typeof statementCosts>;
 
 async function main(): Promise<void> {
-  const { smoke, out, journals, runs } = parseArguments(process.argv.slice(2));
+  const { smoke, out, journals, trials, runs } = parseArguments(process.argv.slice(2));
   const folder = mkdtempSync(join(os.tmpdir(), 'observe-leadership-bench-'));
   const size = smoke
-    ? { processes: 3, trials: 3, takeoverTrials: 2, coldStarts: 1, baselineTakeoverTrials: 2, scaleProcesses: 6, scaleTrials: 2, idleProcesses: 4, idleScale: 6, idleWarmUp: 1, idleSeconds: 1, calls: 200 }
-    : { processes: 4, trials: 40, takeoverTrials: 20, coldStarts: 10, baselineTakeoverTrials: 3, scaleProcesses: 64, scaleTrials: 15, idleProcesses: 4, idleScale: 64, idleWarmUp: 60, idleSeconds: 240, calls: 20_000 };
+    ? { processes: 3, trials: 3, takeoverTrials: 2, coldStarts: 1, baselineTakeoverTrials: 2, scaleProcesses: 6, scaleTrials: 2, idleProcesses: 4, idleScale: 6, idleWarmUp: 1, idleSeconds: 1, calls: 200, lockedTrials: 1 }
+    : { processes: 4, trials: 100, takeoverTrials: 100, coldStarts: 10, baselineTakeoverTrials: 3, scaleProcesses: 64, scaleTrials: 100, idleProcesses: 4, idleScale: 64, idleWarmUp: 60, idleSeconds: 240, calls: 20_000, lockedTrials: 5 };
+  // --trials N: that many handoffs and takeovers per cluster instead, for a quicker look.
+  if (trials !== undefined) Object.assign(size, { trials, takeoverTrials: trials, scaleTrials: trials });
   const fleetSize: FleetSize = smoke
     ? { hosts: 2, perHost: 2, warmUp: 1, idleSeconds: 1, handoffs: 2, takeovers: 2 }
     : { hosts: 8, perHost: 8, warmUp: 30, idleSeconds: 120, handoffs: 40, takeovers: 20 };
@@ -281,6 +286,7 @@ async function main(): Promise<void> {
   const comparisons: Comparison[] = [];
   const idle: Array<IdleRun & { journal: JournalMode; kind: WorkerKind }> = [];
   const statements: Partial<Record<JournalMode, StatementCosts>> = {};
+  const locked: Partial<Record<JournalMode, LockedRun>> = {};
   for (const journal of journals) {
     if (runs('handoff')) {
       comparisons.push(
@@ -330,6 +336,10 @@ async function main(): Promise<void> {
         ),
       );
       log(`scale done [${journal}]`);
+    }
+    if (runs('locked')) {
+      locked[journal] = await lockedRuns(new Cluster('candidate', lockedTiming, folder, journal, undefined, [], { health: true }), size.lockedTrials, random, size.calls / 10);
+      log(`locked done [${journal}]`);
     }
     if (runs('idle')) {
       // The clusters of one mode at once, each on its own file: idle, they hardly disturb each
@@ -413,6 +423,7 @@ async function main(): Promise<void> {
     busyErrorsDuringScaleHandoffs: busyErrors,
     idle,
     statements,
+    locked,
     postgres,
     fleet: fleetResult,
   };
@@ -421,9 +432,9 @@ async function main(): Promise<void> {
   writeFileSync(join(out, 'latency.svg'), renderChart(comparisons.filter((c) => !c.scenario.startsWith(' '))));
 
   const format = (value: number) => (value >= 100 ? value.toFixed(0) : value >= 1 ? value.toFixed(1) : value.toFixed(3));
-  const both = (d: Distribution | undefined) => (d ? `${format(d.p50)} / ${format(d.p99)} ms` : '');
+  const both = (d: Distribution | undefined) => (d ? `${format(d.p50)} / ${format(d.p99)} / ${format(d.p999)} / ${format(d.worst)} ms` : '');
   const rows = [
-    ['scenario', 'ours p50 / p99', 'baseline p50 / p99', 'baseline / ours (p50)'],
+    ['scenario', 'ours p50 / p99 / p99.9 / worst', 'baseline p50 / p99 / p99.9 / worst', 'baseline / ours (p50)'],
     ...comparisons.map((c) => [
       c.scenario,
       both(c.ours),
@@ -477,6 +488,22 @@ async function main(): Promise<void> {
         '',
         '',
       ],
+    );
+  }
+  for (const [journal, run] of Object.entries(locked) as Array<[JournalMode, LockedRun]>) {
+    const of = `[${journal}] file locked ${run.lockFor / 1000} s by another connection (${run.trials} trials, ${run.processes} processes)`;
+    rows.push(
+      [`${of}: event-loop delay, leader; followers (ms, worst)`, `${format(run.loopDelay.leader)}; ${format(run.loopDelay.followers)}`, '', ''],
+      [`${of}: health answers (ms)`, both(run.healthAnswers), '', ''],
+      [`  the same ${run.lockFor / 1000} s just before, unlocked: event-loop delay (worst); health answers`, `${format(run.unlocked.loopDelay)}; ${both(run.unlocked.healthAnswers)}`, '', ''],
+      [`${of}: leader's lost past its deadline (ms)`, both(run.lostPastDeadline), '', ''],
+      [
+        `[${journal}] while locked, the library's calls with a 5 s busy timeout, worst of ${run.callsUnderLock.calls} each (ms)`,
+        Object.entries(run.callsUnderLock.worst).map(([name, ms]) => `${name} ${format(ms)}`).join(', '),
+        '',
+        '',
+      ],
+      [`${of}: elected while locked; overlapping beliefs`, `${run.electedWhileLocked}; ${run.overlaps}`, '', ''],
     );
   }
   for (const [kind, errors] of Object.entries(busyErrors)) rows.push([`error events, ${size.scaleProcesses}-process handoffs, ${kind}`, `${errors}`, '', '']);

@@ -5,7 +5,7 @@ import { PostgresTarget } from '../chaos/chaos-database';
 import { watcherCount } from '../chaos/endpoint-sockets';
 import { eventually } from '../chaos/eventually';
 import { beliefSegments, overlappingBeliefs, WorkerRecord } from '../chaos/history';
-import { JournalMode, openDatabase } from '../chaos/worker';
+import { JournalMode, openDatabase, WorkerOptions } from '../chaos/worker';
 import { sleep, stopWorkers, WorkerKind, WorkerProcess } from '../chaos/worker-process';
 
 export interface Timing {
@@ -26,6 +26,8 @@ export interface Distribution {
   samples: number[];
   p50: number;
   p99: number;
+  p999: number;
+  worst: number;
 }
 
 export interface Comparison {
@@ -39,7 +41,7 @@ export interface Comparison {
 export function distribution(samples: number[]): Distribution {
   const sorted = [...samples].sort((a, b) => a - b);
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN;
-  return { samples, p50: at(0.5), p99: at(0.99) };
+  return { samples, p50: at(0.5), p99: at(0.99), p999: at(0.999), worst: sorted.at(-1) ?? NaN };
 }
 
 /** A host of a fleet: how to run a program there, and the server's URL from there. */
@@ -61,6 +63,8 @@ export class Cluster {
     readonly postgres?: PostgresTarget,
     /** PostgreSQL from several hosts: process i runs on host i mod their number, and reaches the server at its URL. */
     readonly hosts: readonly Host[] = [],
+    /** More options for every worker (a health endpoint, say). */
+    readonly extra: Partial<WorkerOptions> = {},
   ) {
     if (postgres) return;
     this.file = join(mkdtempSync(join(folder, `${kind}-`)), 'bench.db');
@@ -71,7 +75,7 @@ export class Cluster {
     const name = `${this.kind}${this.processes.length + 1}`;
     const host = this.hosts[this.processes.length % this.hosts.length] as Host | undefined;
     const postgres = this.postgres && host ? { ...this.postgres, url: host.url } : this.postgres;
-    const options = { file: this.file, postgres, journal: this.journal, ...this.timing };
+    const options = { file: this.file, postgres, journal: this.journal, ...this.timing, ...this.extra };
     const worker = new WorkerProcess(name, this.kind, options, () => undefined, (text) => process.stderr.write(text), host?.launcher);
     this.processes.push(worker);
     return worker;

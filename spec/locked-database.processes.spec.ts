@@ -1,40 +1,14 @@
-import { get } from 'node:http';
-import { performance } from 'node:perf_hooks';
 import { eventually } from '../chaos/eventually';
-import { overlappingBeliefs, WorkerRecord } from '../chaos/history';
+import { overlappingBeliefs } from '../chaos/history';
+import { healthAnswer, healthPort, loopDelay } from '../chaos/worker-probes';
 import { sleep } from '../chaos/worker-process';
-import { ChildWorker } from './support/child-worker';
 import { workerProcesses } from './support/worker-processes';
 
-/** Ms that GET /healthz took to answer on `port`. */
-function healthAnswer(port: number): Promise<number> {
-  const started = performance.now();
-  return new Promise((resolve, reject) => {
-    get({ host: '127.0.0.1', port, path: '/healthz' }, (response) => {
-      response.resume();
-      response.on('end', () => resolve(performance.now() - started));
-    }).on('error', reject);
-  });
-}
-
-/** The port of the worker's health endpoint, once it listens. */
-async function healthPort(worker: ChildWorker): Promise<number> {
-  const record = await eventually('the health endpoint', () => worker.find('health'));
-  return (record as WorkerRecord & { port: number }).port;
-}
-
-/** The longest event-loop delay (ms) of the worker since it was last asked (the first ask starts the count). */
-async function loopDelay(worker: ChildWorker): Promise<number> {
-  const asked = worker.records.length;
-  worker.send('loop-delay');
-  const record = await eventually('the event loop’s delays', () => worker.records.slice(asked).find((r) => r.type === 'loop-delay'));
-  return (record as WorkerRecord & { max: number }).max;
-}
-
 // Another connection holds an exclusive lock on the file for 5 s, as long as the workers'
-// busy timeout or longer (better-sqlite3's default of 5 s, or the 50 ms we advise for WAL): the library's statements never wait in SQLite's busy handler, so the processes'
-// timers and their health endpoints stay on time, and the leader steps down at its deadline,
-// not when the lock goes. Limits here are generous (the benchmark measures the 20 ms targets,
+// busy timeout or longer (better-sqlite3's default of 5 s, or the 50 ms we advise for WAL):
+// the library's statements never wait in SQLite's busy handler, so the processes' timers and
+// their health endpoints stay on time, and the leader steps down at its deadline, not when
+// the lock goes. Limits here are generous (the benchmark measures the 20 ms targets,
 // `npm run bench -- --only locked`): what fails is a process stopped for the lock's length.
 describe.each([
   ['delete', 'better-sqlite3’s default busy timeout (5 s)', undefined],

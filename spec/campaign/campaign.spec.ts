@@ -75,14 +75,14 @@ describe('Campaign', () => {
   });
 
   it('steps aside without an error event when a crowd attempt finds the lock taken, and tries again a few ms later', () => {
-    jest.spyOn(Math, 'random').mockReturnValue(0.5); // the first step: 1 + 1 ms
+    jest.spyOn(Math, 'random').mockReturnValue(0.5); // the first step: 10 (the crowd's patience) + 1 + 1 ms
     const { acquire } = store;
     jest.spyOn(store, 'acquire').mockImplementation((...args) => {
       if (args[4]?.waitForLock === false) throw new LockTaken('database is locked');
       return acquire(...args);
     });
     const seen = campaignOfB({ 10: () => (releaseX(), notify?.('anywhere', 'release')) });
-    expect(seen).toEqual([[12, 'elected']]);
+    expect(seen).toEqual([[22, 'elected']]);
   });
 
   it.each([

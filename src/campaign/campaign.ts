@@ -14,6 +14,9 @@ import { readClocks } from './monotonic-scheduler';
  */
 const standbyPlaces = 3;
 
+/** Ms that a follower of a crowd that found the lock taken waits before it tries again (see `tryToAcquire`). */
+const crowdPatience = 10;
+
 /** The durations that drive a campaign, in milliseconds (see `LeadershipConfig`). */
 export interface CampaignTiming {
   readonly renewEvery: number;
@@ -189,7 +192,11 @@ export class Campaign {
           // later tells. A lock held for `retryEvery` is reported, and polled for as usual.
           const now = this.now();
           const lockedFor = this.lockRetry.lockedFor(now);
-          if (lockedFor < this.timing.retryEvery) return this.wake(this.attempt, this.lockRetry.next(now));
+          // In a crowd, the one that got the lock is taking the slot: it commits within a ms or
+          // two and announces it, which wakes this follower anyway. Trying again sooner would
+          // only get in its way (a rollback journal's commit needs every reader gone).
+          const patience = waitForLock ? 0 : crowdPatience;
+          if (lockedFor < this.timing.retryEvery) return this.wake(this.attempt, patience + this.lockRetry.next(now));
           this.lockRetry.clear();
           error = lockedOut(error, lockedFor);
         }

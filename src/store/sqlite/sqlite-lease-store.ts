@@ -201,12 +201,19 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
     this.endpoints = file === undefined ? undefined : new TenureEndpoints(file);
   }
 
-  acquire(slot: number, holder: string, now: ClockReading, expiresAfter: number, { ended }: AcquireOptions = {}): AcquireResult {
+  /**
+   * Reads first, which keeps followers off the write lock while a live lease stands; but not
+   * in a crowd (`waitForLock: false`: a release or a death was just announced, and the slot is
+   * most likely free). There, in a rollback journal, the crowd's reads would keep the one that
+   * writes from committing (a commit needs every reader gone), and with no busy wait it would
+   * give up: each of the crowd asks for the write lock at once instead, one gets it, and the
+   * others meet it taken and hold no lock at all while it commits.
+   */
+  acquire(slot: number, holder: string, now: ClockReading, expiresAfter: number, { waitForLock = true, ended }: AcquireOptions = {}): AcquireResult {
     return this.guard((statements) => {
       const answer = (acquired: boolean, row: LeaseRow): AcquireResult => ({ acquired, ...viewOf(row) });
       const judged = { slot, ...now };
-      // Reading first keeps followers off the write lock while a live lease stands.
-      const seen = statements.read.get(judged);
+      const seen = waitForLock ? statements.read.get(judged) : undefined;
       if (seen !== undefined && seen.holder !== holder && seen.expiresIn >= 0 && !isTenure(seen, ended)) return answer(false, seen);
       const parameters = { ...judged, holder, expiresAt: now.wall + expiresAfter, endedHolder: ended?.holder ?? null, endedTerm: ended?.term ?? null };
       let taken: { acquired: boolean; lease: LeaseRow };
@@ -223,7 +230,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
       const { acquired, lease } = taken;
       if (acquired) {
         this.signalFile?.signal(); // for observers; standbys find it taken
-        if (ended !== undefined && seen !== undefined && isTenure(seen, ended)) this.endpoints?.removeLeftover(ended);
+        if (ended !== undefined) this.endpoints?.removeLeftover(ended); // its end was proven: a file left over
       }
       return answer(acquired, lease);
     });
