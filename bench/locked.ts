@@ -128,6 +128,8 @@ export async function lockedRuns(cluster: Cluster, trials: number, random: () =>
       const all = () => cluster.processes.flatMap((w) => w.records);
       await eventually('a leader after the lock', () => all().find((r) => r.type === 'elected' && r.at >= unlockedAt), 60_000);
     }
+    const overlaps = cluster.overlaps();
+    await cluster.stop(); // the calls are timed against the lock alone
     return {
       lockFor,
       processes,
@@ -137,7 +139,7 @@ export async function lockedRuns(cluster: Cluster, trials: number, random: () =>
       unlocked: { loopDelay: Math.max(...control.loopDelay), healthAnswers: distribution(control.answers) },
       lostPastDeadline: distribution(lostPastDeadline),
       electedWhileLocked,
-      overlaps: cluster.overlaps(),
+      overlaps,
       callsUnderLock: callsUnderLock(cluster.file!, holder, calls),
     };
   } finally {

@@ -68,6 +68,23 @@ describe('the observe-leadership command', () => {
       }
       expect(JSON.parse((await cli('status', file.file, '--json')).output)).toMatchObject({ holder: null, live: false });
     });
+
+    it('waits out a lock held for a moment, as a busy timeout would, though the library never waits in one', async () => {
+      const rollback = temporaryDatabase('delete'); // readers too are kept out there
+      try {
+        const worker = observeLeadership(rollback.open(), { holder: 'worker-1' }).subscribe();
+        const holder = rollback.open({ timeout: 1_000 });
+        holder.exec('BEGIN EXCLUSIVE');
+        const released = new Promise((resolve) => setTimeout(resolve, 300)).then(() => holder.exec('COMMIT'));
+        const answer = await cli('status', rollback.file, '--json');
+        await released;
+        worker.unsubscribe();
+        expect(answer.code).toBe(0);
+        expect(JSON.parse(answer.output)).toMatchObject({ holder: 'worker-1', live: true });
+      } finally {
+        rollback.remove();
+      }
+    });
   });
 
   describe('--prometheus', () => {

@@ -172,8 +172,10 @@ describe.each(stores)('%s lease store', (_, open) => {
     });
 
     it('refuses an expired lease nobody took over where the store times leases; elsewhere commits until another tenure begins', async () => {
-      const { lease } = await acquire('a', 1);
-      await until(20);
+      // A lease long enough to bound the fenced transaction's idle time on PostgreSQL (its
+      // length there) well above a loaded machine's round trip.
+      const { lease } = await acquire('a', 200);
+      await until(250);
       const append = subject.fencedAppend({ slot: 0, holder: 'a', term: lease.term }, 1);
       if (subject.timesLeases) {
         await expect(append).rejects.toBeInstanceOf(LeadershipError);

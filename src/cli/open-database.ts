@@ -1,9 +1,11 @@
 import type { Database } from 'better-sqlite3';
 import { existsSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import type { Pool } from 'pg';
 import { monotonicScheduler, readClocks } from '../campaign/monotonic-scheduler';
 import { Lease } from '../leadership-event';
-import { LeaseReader, LeaseStore, LeaseView } from '../store/lease-store';
+import { LockRetry } from '../campaign/lock-retry';
+import { LeaseReader, LeaseStore, LeaseView, LockTaken } from '../store/lease-store';
 import { postgresLeaseStore, PostgresLeaseStore } from '../store/postgres/postgres-lease-store';
 import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 import { CliError, exitCode, ParsedArguments } from './cli-arguments';
@@ -60,10 +62,28 @@ async function openSqlite(file: string, readonly: boolean): Promise<CliDatabase>
     name: file,
     source: db,
     hasLeaseTable: async () => db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'worker_leadership'`).get() !== undefined,
-    look: async (slot) => sqliteLeaseStore(db).look(slot, readClocks(monotonicScheduler)),
+    look: (slot) => lookPatiently(() => sqliteLeaseStore(db).look(slot, readClocks(monotonicScheduler))),
     endpointDescriptor: (lease) => sqliteLeaseStore(db).endpointDescriptor(lease),
     close: async () => void db.close(),
   };
+}
+
+/**
+ * A look that meets a lock (the store never waits for one: a commit in a rollback journal
+ * keeps readers out for a few ms) tries again on short steps, for up to a second, as the
+ * connection's busy timeout would have, then fails as it would have.
+ */
+async function lookPatiently(look: () => LeaseView | undefined): Promise<LeaseView | undefined> {
+  const retry = new LockRetry();
+  const started = performance.now();
+  for (;;) {
+    try {
+      return look();
+    } catch (error) {
+      if (!(error instanceof LockTaken) || performance.now() - started >= 1_000) throw error;
+      await new Promise((resolve) => setTimeout(resolve, retry.next(performance.now())));
+    }
+  }
 }
 
 async function openPostgres(url: string, names: { schema?: string; table?: string }): Promise<CliDatabase> {
