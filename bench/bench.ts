@@ -312,6 +312,8 @@ async function main(): Promise<void> {
         stoppedLeader(cluster, 2 * crashTiming.expiresAfter).then((trial) => ({ ...trial, overlaps: cluster.overlaps() })),
       );
       const lease = `expiresAfter ${crashTiming.expiresAfter} ms`;
+      // What nobody can shorten: the kill until the dead leader's sockets close.
+      const kernelShare = '  of which until the kernel closed the dead leader’s sockets';
       comparisons.push(
         {
           scenario: `crash takeover (SIGKILL), ${lease}, ${size.processes} processes [${journal}]`,
@@ -319,7 +321,9 @@ async function main(): Promise<void> {
           ours: distribution(ours.fromKill),
           baseline: baseline && distribution(baseline.fromKill),
         },
+        { scenario: kernelShare, unit: 'ms', ours: distribution(ours.kernelClose) },
         { scenario: `crash takeover (SIGKILL), ${lease}, ${size.scaleProcesses} processes [${journal}]`, unit: 'ms', ours: distribution(scale.fromKill) },
+        { scenario: kernelShare, unit: 'ms', ours: distribution(scale.kernelClose) },
       );
       crashes[journal] = { overlaps: ours.overlaps + scale.overlaps + stopped.overlaps, stopped };
       log(`takeover done [${journal}]`);

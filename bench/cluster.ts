@@ -2,7 +2,8 @@
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { PostgresTarget } from '../chaos/chaos-database';
-import { watcherCount } from '../chaos/endpoint-sockets';
+import { connect } from 'node:net';
+import { endpointSockets, watcherCount } from '../chaos/endpoint-sockets';
 import { eventually } from '../chaos/eventually';
 import { beliefSegments, overlappingBeliefs, WorkerRecord } from '../chaos/history';
 import { JournalMode, openDatabase, WorkerOptions } from '../chaos/worker';
@@ -164,12 +165,14 @@ export async function takeovers(
   trials: number,
   random: () => number,
   { watched = false, spread = cluster.timing.renewEvery } = {},
-): Promise<{ fromKill: number[]; pastExpiry: number[] }> {
+): Promise<{ fromKill: number[]; pastExpiry: number[]; kernelClose: number[] }> {
   const fromKill: number[] = [];
   const pastExpiry: number[] = [];
+  const kernelClose: number[] = [];
   for (let trial = 0; trial < trials; trial++) {
     const leader = await cluster.leader();
     if (watched) await cluster.watched();
+    const witness = watched && cluster.file !== undefined ? await endpointWitness(cluster.file) : undefined;
     await sleep(random() * spread);
     const killedAt = Date.now();
     leader.signal('SIGKILL');
@@ -177,10 +180,33 @@ export async function takeovers(
     const elected = await cluster.elected(killedAt, leader);
     fromKill.push(elected.at - killedAt);
     pastExpiry.push((elected.mono as number) - lastBeliefEnd(leader));
+    const closedAt = await witness?.closed;
+    if (closedAt !== undefined) kernelClose.push(closedAt - killedAt);
     const replacement = cluster.spawn();
     await eventually('the replacement campaigning', () => replacement.records.some((r) => r.type === 'subscribed'), 60_000);
   }
-  return { fromKill, pastExpiry };
+  return { fromKill, pastExpiry, kernelClose };
+}
+
+/**
+ * A connection of the benchmark's own to the leader's endpoint, as a standby's, once made:
+ * `closed` is when (Unix ms) the kernel closed it, the earliest moment anyone can know that
+ * the leader's process is dead (`undefined` if nothing came within 10 s). `undefined` if it
+ * could not connect.
+ */
+async function endpointWitness(file: string): Promise<{ closed: Promise<number | undefined> } | undefined> {
+  const listening = endpointSockets(file).find((socket) => socket.state === 'listening');
+  if (listening === undefined) return undefined;
+  const socket = connect(listening.path);
+  socket.on('error', () => undefined);
+  socket.resume(); // the greeting; a paused socket would not see the end
+  const connected = await new Promise<boolean>((resolve) => {
+    socket.once('connect', () => resolve(true));
+    socket.once('close', () => resolve(false));
+  });
+  if (!connected) return undefined;
+  const closed = new Promise<number | undefined>((resolve) => socket.once('close', () => resolve(Date.now())));
+  return { closed: Promise.race([closed, sleep(10_000).then(() => (socket.destroy(), undefined))]) };
 }
 
 /** The end of the last belief `worker` reported, on the host's monotonic clock. */
