@@ -499,5 +499,5 @@ function nothing(): void {}
 
 /** The report of a lock that another connection kept for `lockedFor` ms while this campaign tried again. */
 function lockedOut(error: LockTaken, lockedFor: number): LeadershipError {
-  return new LeadershipError('DATABASE_BUSY', `The lock stayed taken for ${lockedFor} ms; trying again (${error.message})`, { cause: error });
+  return new LeadershipError('DATABASE_BUSY', `Another connection held the lock at every try for ${lockedFor} ms; trying again (${error.message})`, { cause: error });
 }
