@@ -138,10 +138,8 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
     const failed = (error: unknown): void => {
       if (!(error instanceof LeadershipError && error.transient)) return subscriber.error(error);
       // A lock met (the store never waits for one): a few ms later, for up to `pollEvery`.
-      const now = scheduler.now();
-      if (error instanceof LockTaken && lockRetry.lockedFor(now) < pollEvery) return void (timer = scheduler.schedule(look, lockRetry.next(now)));
-      lockRetry.clear();
-      timer = scheduler.schedule(look, pollEvery);
+      const step = error instanceof LockTaken ? lockRetry.nextWithin(scheduler.now(), pollEvery) : (lockRetry.clear(), undefined);
+      timer = scheduler.schedule(look, step ?? pollEvery);
     };
     // A change reported by the store comes from inside another operation: look right after it.
     const unwatch = store.watch(

@@ -140,9 +140,8 @@ export class Campaign {
    */
   private release(lease: Lease): void {
     this.perform(() => this.store.release(lease), nothing, (error) => {
-      const now = this.now();
-      if (!(error instanceof LockTaken) || this.lockRetry.lockedFor(now) >= this.timing.retryEvery) return;
-      this.timer = this.scheduler.schedule(() => this.whenSettled(() => this.release(lease)), this.lockRetry.next(now));
+      const step = error instanceof LockTaken ? this.lockRetry.nextWithin(this.now(), this.timing.retryEvery) : undefined;
+      if (step !== undefined) this.timer = this.scheduler.schedule(() => this.whenSettled(() => this.release(lease)), step);
     });
   }
 
@@ -192,12 +191,11 @@ export class Campaign {
           // later tells. A lock held for `retryEvery` is reported, and polled for as usual.
           const now = this.now();
           const lockedFor = this.lockRetry.lockedFor(now);
+          const step = this.lockRetry.nextWithin(now, this.timing.retryEvery);
           // In a crowd, the one that got the lock is taking the slot: it commits within a ms or
           // two and announces it, which wakes this follower anyway. Trying again sooner would
           // only get in its way (a rollback journal's commit needs every reader gone).
-          const patience = waitForLock ? 0 : crowdPatience;
-          if (lockedFor < this.timing.retryEvery) return this.wake(this.attempt, patience + this.lockRetry.next(now));
-          this.lockRetry.clear();
+          if (step !== undefined) return this.wake(this.attempt, (waitForLock ? 0 : crowdPatience) + step);
           error = lockedOut(error, lockedFor);
         }
         this.onStoreError(error, () => this.wake(this.attempt, this.timing.retryEvery));

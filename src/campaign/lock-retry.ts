@@ -25,6 +25,16 @@ export class LockRetry {
     return 1 + Math.floor(this.random() * width);
   }
 
+  /**
+   * `next(now)`, while the episode has lasted less than `budget` ms at `now`; `undefined`
+   * once it has, which ends the episode: the caller stops trying on short steps.
+   */
+  nextWithin(now: number, budget: number): number | undefined {
+    if (this.lockedFor(now) < budget) return this.next(now);
+    this.clear();
+    return undefined;
+  }
+
   /** Ms since the episode's first lock met, at `now`; 0 when none is on. */
   lockedFor(now: number): number {
     return this.since === undefined ? 0 : now - this.since;

@@ -75,13 +75,13 @@ async function openSqlite(file: string, readonly: boolean): Promise<CliDatabase>
  */
 async function lookPatiently(look: () => LeaseView | undefined): Promise<LeaseView | undefined> {
   const retry = new LockRetry();
-  const started = performance.now();
   for (;;) {
     try {
       return look();
     } catch (error) {
-      if (!(error instanceof LockTaken) || performance.now() - started >= 1_000) throw error;
-      await new Promise((resolve) => setTimeout(resolve, retry.next(performance.now())));
+      const step = error instanceof LockTaken ? retry.nextWithin(performance.now(), 1_000) : undefined;
+      if (step === undefined) throw error;
+      await new Promise((resolve) => setTimeout(resolve, step));
     }
   }
 }
