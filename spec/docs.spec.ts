@@ -39,9 +39,14 @@ const all = documents().flatMap((document) => codeBlocks(readFileSync(join(root,
 // What the documentation shows must be what the package does: its TypeScript compiles
 // against the built package's types, and its commands name scripts and files that exist.
 describe('code in README.md and docs/', () => {
-  it('type-checks every ```ts block against the built package (```ts partial blocks excepted)', () => {
-    const blocks = all.filter((block) => block.info === 'ts');
-    expect(blocks.length).toBeGreaterThanOrEqual(5);
+  const tsBlocks = all.filter((block) => block.info === 'ts');
+
+  /**
+   * What a compiler says of every ```ts block, each a module of its own in a fresh project
+   * that links the built package and its peers ('' when all compile), with each message at
+   * the document's own line and column. `prepare` makes the project's settings.
+   */
+  const compileBlocks = (tsc: string, prepare: (project: string) => string[]): string => {
     const project = mkdtempSync(join(tmpdir(), 'observe-leadership-docs-'));
     try {
       mkdirSync(join(project, 'node_modules', '@types'), { recursive: true });
@@ -49,30 +54,48 @@ describe('code in README.md and docs/', () => {
       for (const dependency of ['better-sqlite3', 'rxjs', 'pg', '@opentelemetry', '@types/better-sqlite3', '@types/node', '@types/pg']) {
         symlinkSync(join(root, 'node_modules', dependency), join(project, 'node_modules', dependency));
       }
-      writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'docs', private: true }));
-      const files = blocks.map((block, i) => {
-        const file = `block-${i}.ts`;
-        // Each block is a module of its own, whether or not it imports anything.
-        writeFileSync(join(project, file), `${block.code}\nexport {};\n`);
-        return file;
-      });
+      const options = prepare(project);
+      // Each block is a module of its own, whether or not it imports anything.
+      tsBlocks.forEach((block, i) => writeFileSync(join(project, `block-${i}.ts`), `${block.code}\nexport {};\n`));
       /** `block-N.ts(line,column)` as the document's own line and column. */
       const where = (_: string, index: string, line: string, column: string) => {
-        const block = blocks[Number(index)];
+        const block = tsBlocks[Number(index)];
         return `${block.document}:${block.line + Number(line)}:${column}`;
       };
-      const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-      const options = ['--noEmit', '--strict', '--module', 'node16', '--moduleResolution', 'node16', '--target', 'es2022', '--esModuleInterop', '--skipLibCheck'];
-      let messages = '';
       try {
-        execFileSync(process.execPath, [tsc, ...options, ...files], { cwd: project, encoding: 'utf8' });
+        execFileSync(process.execPath, [tsc, ...options], { cwd: project, encoding: 'utf8' });
+        return '';
       } catch (error) {
-        messages = (error as { stdout: string }).stdout.replace(/block-(\d+)\.ts\((\d+),(\d+)\)/g, where);
+        return (error as { stdout: string }).stdout.replace(/block-(\d+)\.ts\((\d+),(\d+)\)/g, where);
       }
-      expect(messages).toBe('');
     } finally {
       rmSync(project, { recursive: true, force: true });
     }
+  };
+
+  it('type-checks every ```ts block against the built package, with this repository\'s TypeScript (```ts partial blocks excepted)', () => {
+    expect(tsBlocks.length).toBeGreaterThanOrEqual(5);
+    const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    const messages = compileBlocks(tsc, (project) => {
+      writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'docs', private: true }));
+      const files = tsBlocks.map((_, i) => `block-${i}.ts`);
+      return ['--noEmit', '--strict', '--module', 'node16', '--moduleResolution', 'node16', '--target', 'es2022', '--esModuleInterop', '--skipLibCheck', ...files];
+    });
+    expect(messages).toBe('');
+  }, 120_000);
+
+  // As a new user compiles them: an ES module project with whatever `tsc --init` of the newest
+  // TypeScript writes (`verbatimModuleSyntax`, `exactOptionalPropertyTypes`, `nodenext`, ...),
+  // installed beside the one ts-jest needs for this check alone.
+  it('type-checks every ```ts block as a fresh ES module project with `tsc --init` of TypeScript 7 would', () => {
+    const tsc = join(root, 'node_modules', 'typescript-7', 'bin', 'tsc');
+    expect(execFileSync(process.execPath, [tsc, '--version'], { encoding: 'utf8' })).toMatch(/^Version 7\./);
+    const messages = compileBlocks(tsc, (project) => {
+      writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'docs', private: true, type: 'module' }));
+      execFileSync(process.execPath, [tsc, '--init'], { cwd: project, encoding: 'utf8' });
+      return ['--noEmit', '-p', '.'];
+    });
+    expect(messages).toBe('');
   }, 120_000);
 
   it('names, in every ```sh block, npm scripts and files of this repository that exist', () => {

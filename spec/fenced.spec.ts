@@ -100,6 +100,25 @@ describe('fenced', () => {
     db.close();
     expect(() => fenced(db, held, () => 1, scheduler)).toThrow(expect.objectContaining({ code: 'DATABASE_CLOSED' }));
   });
+
+  it('says which of its errors a job may skip: a lost lease, a transient one; not a closed database nor the work\'s own', () => {
+    const thrown = (run: () => unknown): unknown => {
+      try {
+        run();
+      } catch (error) {
+        return error;
+      }
+      throw new Error('expected a throw');
+    };
+    expect(LeadershipError.isSkippable(thrown(() => fenced(db, { ...held, term: 2 }, addJob('x'), scheduler)))).toBe(true);
+    expect(LeadershipError.isSkippable(new LeadershipError('DATABASE_BUSY', 'locked'))).toBe(true);
+    expect(LeadershipError.isSkippable(new LeadershipError('DATABASE_ERROR', 'I/O'))).toBe(true);
+    expect(LeadershipError.isSkippable(thrown(() => fenced(db, held, () => { throw new Error('mine'); }, scheduler)))).toBe(false);
+    expect(LeadershipError.isSkippable('LEASE_LOST')).toBe(false);
+    expect(LeadershipError.isSkippable({ code: 'LEASE_LOST' })).toBe(false);
+    db.close();
+    expect(LeadershipError.isSkippable(thrown(() => fenced(db, held, () => 1, scheduler)))).toBe(false);
+  });
 });
 
 describe('fenced against another writer', () => {
@@ -115,6 +134,13 @@ describe('fenced against another writer', () => {
         expect.objectContaining({ code: 'DATABASE_BUSY' }),
       );
       expect(work).not.toHaveBeenCalled();
+      let busy: unknown;
+      try {
+        fenced(db, { slot: 0, holder: 'a', term: 1 }, work, virtualTime());
+      } catch (error) {
+        busy = error;
+      }
+      expect(LeadershipError.isSkippable(busy)).toBe(true); // the next tick may find it free
     } finally {
       file.remove();
     }

@@ -67,4 +67,25 @@ export class LeadershipError extends Error {
   get transient(): boolean {
     return transientCodes.has(this.code);
   }
+
+  /**
+   * Whether a job may skip the work that threw `error` and carry on: the lease no longer
+   * holds (`LEASE_LOST`: nothing was written, and the `lost` event that ends the tenure
+   * follows), or the database is briefly unavailable (a transient code: a lock held past
+   * the busy timeout, an I/O error), so that the next tick may succeed. `false` for
+   * everything else, the errors of your own work included: those should end the job, as
+   * the ones that cannot heal end the campaign.
+   *
+   * @example
+   * ```ts
+   * try {
+   *   fenced(db, lease, () => dispatch.run());
+   * } catch (error) {
+   *   if (!LeadershipError.isSkippable(error)) throw error;
+   * }
+   * ```
+   */
+  static isSkippable(error: unknown): error is LeadershipError {
+    return error instanceof LeadershipError && (error.code === 'LEASE_LOST' || error.transient);
+  }
 }

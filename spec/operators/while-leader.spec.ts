@@ -38,4 +38,8 @@ describe('whileLeader', () => {
       expectSubscriptions(job.subscriptions).toBe('^----!');
     });
   });
+
+  it('refuses a project that is not a function, at once', () => {
+    expect(() => whileLeader('jobs' as never)).toThrow(new TypeError('Expected `project` to be a function of the lease, got `"jobs"` (string)'));
+  });
 });

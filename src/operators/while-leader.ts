@@ -1,4 +1,5 @@
 import { EMPTY, filter, from, ObservableInput, OperatorFunction, switchMap, takeWhile } from 'rxjs';
+import { argumentError } from '../argument-check';
 import { beliefOf } from '../candidate-registry';
 import { ElectedEvent, LeadershipEvent, LostEvent } from '../leadership-event';
 
@@ -22,6 +23,7 @@ import { ElectedEvent, LeadershipEvent, LostEvent } from '../leadership-event';
  * ```
  */
 export function whileLeader<R>(project: (lease: ElectedEvent) => ObservableInput<R>): OperatorFunction<LeadershipEvent, R> {
+  if (typeof project !== 'function') throw argumentError(TypeError, 'project', 'a function of the lease', project);
   return (events) =>
     events.pipe(
       filter((event): event is ElectedEvent | LostEvent => event.type === 'elected' || event.type === 'lost'),
