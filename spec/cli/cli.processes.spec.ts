@@ -47,6 +47,37 @@ describe('the observe-leadership command', () => {
     return started;
   };
 
+  describe('init', () => {
+    it('creates a SQLite file with the lease tables, once, which run then campaigns on; run never creates one itself', async () => {
+      const fresh = join(file.file, '..', 'fresh.db');
+      const refused = await cli('run', fresh, '--', 'true');
+      expect(refused).toEqual({ code: 3, output: expect.stringContaining(`no database at ${fresh}; if that is the path you meant, create it once with: observe-leadership init ${fresh}`) });
+      expect(await cli('init', fresh, '--wal')).toEqual({ code: 0, output: `created: ${fresh}, with the lease tables (journal_mode wal)\n` });
+      const tables = new Database(fresh, { readonly: true });
+      try {
+        expect(tables.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'worker_leadership%' AND type = 'table' ORDER BY name").pluck().all()).toEqual([
+          'worker_leadership',
+          'worker_leadership_deadline',
+          'worker_leadership_standby',
+          'worker_leadership_term',
+        ]);
+      } finally {
+        tables.close();
+      }
+      expect(await cli('init', fresh)).toEqual({ code: 0, output: `ready: ${fresh}, with the lease tables (journal_mode wal)\n` });
+      expect(await cli('status', fresh)).toMatchObject({ code: 0, output: expect.stringContaining('the slot is free') });
+      expect(await cli('run', fresh, '--', 'true')).toMatchObject({ code: 0, output: expect.stringContaining('elected, term 1') });
+    });
+
+    it('refuses what is not a SQLite file, and PostgreSQL, whose candidates make their table', async () => {
+      const text = join(file.file, '..', 'notes.txt');
+      writeFileSync(text, 'not a database, and long enough to be read as one '.repeat(20));
+      expect(await cli('init', text)).toEqual({ code: 3, output: expect.stringContaining(`cannot open ${text} as a SQLite database`) });
+      expect(await cli('init', 'postgres://nobody@127.0.0.1/none')).toEqual({ code: 2, output: expect.stringContaining('init is for SQLite files') });
+      expect(await cli('init')).toEqual({ code: 2, output: expect.stringContaining('which SQLite file?') });
+    });
+  });
+
   describe('status', () => {
     it('says what is wrong, with an exit code of its own: missing file 3, no table 4, bad arguments 2', async () => {
       expect(await cli('status', join(file.file, '..', 'missing.db'))).toEqual({ code: 3, output: expect.stringContaining('no database at') });

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { fromEvent, merge, Observable, take } from 'rxjs';
 import { CliError, exitCode } from './cli-arguments';
+import { initCommand } from './init-command';
 import { runCommand } from './run-command';
 import { statusCommand } from './status-command';
 import { watchCommand } from './watch-command';
@@ -14,6 +15,10 @@ const usage = `usage: observe-leadership <command> <database> [options]
       who holds the slot, for which term, until when, and whether the lease is live
   watch <db> [--slot N] [--poll-every MS] [--prometheus]
       a line each time the slot changes hands, is renewed, or runs out, until Ctrl-C
+  init <file> [--wal]
+      create a SQLite file with the lease tables (run, status and watch never
+      create one: a misspelt path must not start a second election); --wal sets
+      the journal mode we advise
   run <db> [--slot N] [--renew-every MS] [--expires-after MS] [--retry-every MS] [--grace MS] -- <command...>
       campaign, and run the command only while leading; its environment has
       OBSERVE_LEADERSHIP_SLOT, OBSERVE_LEADERSHIP_HOLDER and OBSERVE_LEADERSHIP_TERM
@@ -35,6 +40,8 @@ export async function main(
         return await statusCommand(rest, out);
       case 'watch':
         return await watchCommand(rest, out, stop);
+      case 'init':
+        return await initCommand(rest, out);
       case 'run':
         return await runCommand(rest, (line) => err(`observe-leadership: ${line}`), stop);
       case undefined:

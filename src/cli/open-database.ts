@@ -48,7 +48,9 @@ export async function openDatabase(parsed: ParsedArguments, { readonly }: { read
 }
 
 async function openSqlite(file: string, readonly: boolean): Promise<CliDatabase> {
-  if (!existsSync(file)) throw new CliError(exitCode.noDatabase, `no database at ${file}`);
+  if (!existsSync(file)) {
+    throw new CliError(exitCode.noDatabase, `no database at ${file}; if that is the path you meant, create it once with: observe-leadership init ${shellWord(file)}`);
+  }
   // Loaded here: a user of PostgreSQL alone need not install better-sqlite3.
   const { default: SqliteDatabase } = await import('better-sqlite3');
   let db: Database;
@@ -113,6 +115,11 @@ async function openPostgres(url: string, names: { schema?: string; table?: strin
       await pool.end();
     },
   };
+}
+
+/** `text` as one word of a shell command line, quoted only when it must be. */
+function shellWord(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
 }
 
 function withoutPassword(url: string): string {
