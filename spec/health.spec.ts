@@ -1,4 +1,8 @@
-import { LeadershipError, leadershipHealth } from '../src';
+import Database from 'better-sqlite3';
+import { LeadershipError, leaderHealth, leadershipHealth, observeLeader, observeLeadership } from '../src';
+import { leaderMetrics, leadershipMetrics } from '../src/metrics';
+import { eventually } from '../chaos/eventually';
+import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 
 const until = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -57,5 +61,96 @@ describe('leadershipHealth', () => {
 
   it('refuses a bad threshold at once', () => {
     expect(() => leadershipHealth({ failingAfter: 0 })).toThrow('Expected `failingAfter` to be');
+  });
+});
+
+// A follower that only watches, as its probe reads it, fed by a real observeLeader.
+describe('leaderHealth', () => {
+  let file: TemporaryDatabase;
+  beforeEach(() => {
+    file = temporaryDatabase('delete'); // where a lock keeps readers out too
+    file.open(); // the file exists before a read-only connection opens it
+  });
+  afterEach(() => file.remove());
+
+  it('calls a watch healthy while its reads succeed, and says who leads and since when', async () => {
+    const health = leaderHealth();
+    expect(health.check()).toEqual({ healthy: true, led: false, watches: [] });
+    const watching = observeLeader(file.open({ readonly: true }), { instrument: health, pollEvery: 20 }).subscribe();
+    try {
+      const before = Date.now();
+      expect(health.check()).toEqual({ healthy: true, led: false, watches: [{ slot: 0, status: 'watching', healthy: true, holder: null, term: null, since: expect.any(Number) }] });
+      const candidate = observeLeadership(file.open(), { holder: 'a' }).subscribe();
+      try {
+        const led = await eventually('the leader seen', () => (health.check().led ? health.check() : undefined));
+        expect(led).toEqual({ healthy: true, led: true, watches: [{ slot: 0, status: 'watching', healthy: true, holder: 'a', term: 1, since: expect.any(Number) }] });
+        expect(led.watches[0].since).toBeGreaterThanOrEqual(before - 5);
+        const since = led.watches[0].since;
+        await new Promise((resolve) => setTimeout(resolve, 100)); // reads go on, the leader stays
+        expect(health.check().watches[0]).toMatchObject({ holder: 'a', term: 1, since });
+      } finally {
+        candidate.unsubscribe();
+      }
+      await eventually('the release seen', () => (health.check().led ? undefined : true));
+      expect(health.check().watches[0]).toMatchObject({ holder: null, term: null, status: 'watching' });
+    } finally {
+      watching.unsubscribe();
+    }
+    expect(health.check()).toEqual({ healthy: true, led: false, watches: [] });
+  });
+
+  it('calls a watch failing once its reads failed in a row for longer than failingAfter, and healthy once one answers', async () => {
+    const health = leaderHealth({ failingAfter: 200 });
+    const watching = observeLeader(file.open({ readonly: true }), { instrument: health, pollEvery: 20 }).subscribe();
+    const other = file.open();
+    try {
+      await eventually('a first read', () => health.check().watches[0]?.since !== null || undefined);
+      other.exec('BEGIN EXCLUSIVE');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(health.check()).toMatchObject({ healthy: true }); // a short streak is ridden out
+      const failing = await eventually('the watch failing', () => (health.check().healthy ? undefined : health.check()));
+      expect(failing.watches[0]).toMatchObject({ status: 'failing', healthy: false, reason: expect.stringMatching(/^DATABASE_BUSY: /) });
+      other.exec('COMMIT');
+      await eventually('the watch healthy again', () => health.check().healthy || undefined);
+    } finally {
+      if (other.inTransaction) other.exec('ROLLBACK');
+      watching.unsubscribe();
+    }
+  });
+
+  it('keeps a watch whose stream ended with an error unhealthy', async () => {
+    const health = leaderHealth();
+    const db = new Database(':memory:');
+    const failed = new Promise((resolve) => observeLeader(db, { instrument: health, pollEvery: 5 }).subscribe({ error: resolve }));
+    db.close();
+    await failed;
+    expect(health.check()).toMatchObject({ healthy: false, watches: [{ status: 'ended', reason: expect.stringMatching(/^DATABASE_CLOSED: /) }] });
+  });
+
+  it('refuses, at once and in types, an instrument made for the other stream', () => {
+    const db = new Database(':memory:');
+    try {
+      // @ts-expect-error: a candidate's health check cannot read what a watch emits
+      expect(() => observeLeader(db, { instrument: leadershipHealth() })).toThrow(
+        new TypeError('Expected `instrument` to be an instrument for observeLeader (leaderHealth() or leaderMetrics()), got one for observeLeadership (leadershipHealth() or leadershipMetrics())'),
+      );
+      // @ts-expect-error: nor the other way round
+      expect(() => observeLeadership(db, { instrument: leaderHealth() })).toThrow(
+        new TypeError('Expected `instrument` to be an instrument for observeLeadership (leadershipHealth() or leadershipMetrics()), got one for observeLeader (leaderHealth() or leaderMetrics())'),
+      );
+      // @ts-expect-error: in a list too
+      expect(() => observeLeader(db, { instrument: [leaderMetrics(), leadershipMetrics()] })).toThrow(/got one for observeLeadership/);
+      // @ts-expect-error: and for the metrics
+      expect(() => observeLeadership(db, { instrument: leaderMetrics() })).toThrow(/got one for observeLeader /);
+      // An instrument of your own that does not say which stream it is for is taken as it is.
+      expect(() => observeLeader(db, { instrument: { begin: () => ({ record: () => undefined, end: () => undefined }) } })).not.toThrow();
+    } finally {
+      db.close();
+    }
+  });
+
+  it('refuses a bad threshold at once', () => {
+    expect(() => leaderHealth({ failingAfter: 0 })).toThrow('Expected `failingAfter` to be');
+    expect(() => leaderHealth({ failing: 1 } as never)).toThrow('Expected `config` to be an object with only failingAfter');
   });
 });

@@ -1,6 +1,6 @@
 import { expectConfig, expectInteger, MAX_DELAY } from './argument-check';
 import { candidateClock } from './instrument';
-import type { InstrumentRecording, LeadershipInstrument } from './instrument';
+import type { InstrumentRecording, LeaderInstrument, LeaderRecording, LeadershipInstrument } from './instrument';
 import type { LeadershipEvent } from './leadership-event';
 
 /** Options of {@link leadershipHealth}. */
@@ -44,6 +44,7 @@ export interface HealthReport {
 
 /** A health check fed by `observeLeadership`'s `instrument` option; see {@link leadershipHealth}. */
 export interface LeadershipHealth extends LeadershipInstrument {
+  readonly for: 'observeLeadership';
   /**
    * The health of every candidate subscribed now (and of those whose stream ended in error),
    * at `now` on the candidates' clock (their scheduler's; by default each one's own, read
@@ -134,5 +135,137 @@ export function leadershipHealth(options: LeadershipHealthOptions = {}): Leaders
     return { healthy: candidates.every((c) => c.healthy), leading: candidates.some((c) => c.status === 'leading'), candidates };
   };
 
-  return { begin, check };
+  return { for: 'observeLeadership', begin, check };
+}
+
+/** Options of {@link leaderHealth}. */
+export interface LeaderHealthOptions {
+  /**
+   * Ms of failed reads in a row after which a watch counts as failing: shorter streaks (a
+   * restart of the server, a lock) are what watches ride out.
+   * @default 30_000
+   */
+  failingAfter?: number;
+}
+
+/** One watch's health, as {@link LeaderHealth.check} reports it. */
+export interface WatchHealth {
+  /** The election it watches. */
+  readonly slot: number;
+  /**
+   * `watching`: its reads succeed; `failing`: its reads have failed for longer than
+   * `failingAfter`; `ended`: its stream ended with an error that cannot heal.
+   */
+  readonly status: 'watching' | 'failing' | 'ended';
+  /** `true` for `watching`. */
+  readonly healthy: boolean;
+  /** The error behind `failing` or `ended`, as `CODE: message`. */
+  readonly reason?: string;
+  /** Who leads, as last read; `null` when nobody does, or before the first read. */
+  readonly holder: string | null;
+  /** The leader's term, as last read; `null` when nobody leads. */
+  readonly term: number | null;
+  /**
+   * Since when (ms on the watch's clock: Unix ms by default, on time that cannot jump) it
+   * has seen this leader and term, or nobody; `null` before its first read answered.
+   */
+  readonly since: number | null;
+}
+
+/** What {@link LeaderHealth.check} answers: healthy when every watch is. */
+export interface LeaderHealthReport {
+  /** Whether every watch is healthy (`true` when there is none). */
+  readonly healthy: boolean;
+  /** Whether every watched slot has a leader, as last read (`false` when there is no watch). */
+  readonly led: boolean;
+  /** Each watch subscribed now, and each whose stream ended with an error. */
+  readonly watches: readonly WatchHealth[];
+}
+
+/** A health check fed by `observeLeader`'s `instrument` option; see {@link leaderHealth}. */
+export interface LeaderHealth extends LeaderInstrument {
+  readonly for: 'observeLeader';
+  /** The health of every watch subscribed now (and of those that ended in error), at `now` on the watches' clock. */
+  check(now?: number): LeaderHealthReport;
+}
+
+interface TrackedWatch {
+  readonly slot: number;
+  readonly now: () => number;
+  holder: string | null;
+  term: number | null;
+  since: number | null;
+  failingSince?: number;
+  lastError?: string;
+  ended?: string;
+}
+
+/**
+ * A health check for a process that follows without campaigning (it routes work to the
+ * leader, say): pass it as `instrument` to `observeLeader`, and call `check()` from your
+ * `/healthz` handler. A watch is healthy while its reads succeed; it is not when they have
+ * failed in a row for longer than `failingAfter`, or when its stream ended with an error.
+ * The report also says who leads each watched slot and since when, as last read. `check()`
+ * reads what the streams said; it never touches the database. Made for `observeLeader`:
+ * `observeLeadership` refuses it (use {@link leadershipHealth} there).
+ *
+ * @example
+ * ```ts
+ * import { createServer } from 'node:http';
+ * import { leaderHealth, observeLeader } from 'observe-leadership';
+ *
+ * const health = leaderHealth();
+ * observeLeader(db, { instrument: health }).subscribe();
+ * createServer((request, response) => {
+ *   const report = health.check();
+ *   response.writeHead(report.healthy ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(report));
+ * }).listen(8080);
+ * ```
+ */
+export function leaderHealth(options: LeaderHealthOptions = {}): LeaderHealth {
+  expectConfig(options, ['failingAfter']);
+  const { failingAfter = 30_000 } = options;
+  expectInteger('failingAfter', failingAfter, 1, MAX_DELAY);
+  const tracked = new Set<TrackedWatch>();
+
+  const begin: LeaderHealth['begin'] = ({ slot, now }): LeaderRecording => {
+    const watch: TrackedWatch = { slot, now, holder: null, term: null, since: null };
+    tracked.add(watch);
+    return {
+      answered: () => {
+        watch.failingSince = undefined;
+        watch.since ??= watch.now(); // the first read: nobody leads, until `record` says who
+      },
+      record: (state) => {
+        if (state.holder !== watch.holder || state.term !== watch.term) watch.since = watch.now();
+        watch.holder = state.holder;
+        watch.term = state.term;
+      },
+      failed: (error) => {
+        watch.failingSince ??= watch.now();
+        watch.lastError = `${error.code}: ${error.message}`;
+      },
+      error: (error) => {
+        const { code, message } = error as { code?: string; message?: string };
+        watch.ended = `${code ?? 'ERROR'}: ${message ?? String(error)}`;
+      },
+      end: () => {
+        if (watch.ended === undefined) tracked.delete(watch);
+      },
+    };
+  };
+
+  const check = (at?: number): LeaderHealthReport => {
+    const watches = [...tracked].map((watch): WatchHealth => {
+      const { slot, holder, term, since, failingSince, lastError, ended } = watch;
+      const seen = { holder, term, since };
+      if (ended !== undefined) return { slot, status: 'ended', healthy: false, reason: ended, ...seen };
+      const now = at ?? watch.now();
+      if (failingSince !== undefined && now - failingSince >= failingAfter) return { slot, status: 'failing', healthy: false, reason: lastError as string, ...seen };
+      return { slot, status: 'watching', healthy: true, ...seen };
+    });
+    return { healthy: watches.every((w) => w.healthy), led: watches.length > 0 && watches.every((w) => w.holder !== null), watches };
+  };
+
+  return { for: 'observeLeader', begin, check };
 }

@@ -1,3 +1,4 @@
+import type { LeadershipError } from './leadership-error';
 import type { LeadershipEvent } from './leadership-event';
 import type { LeaderState } from './observe-leader';
 import { performance } from 'node:perf_hooks';
@@ -45,34 +46,80 @@ export function candidateClock(candidate: InstrumentedCandidate): () => number {
  * through OpenTelemetry; this entry never loads OpenTelemetry itself.
  */
 export interface LeadershipInstrument {
+  /**
+   * Which stream it records: `observeLeadership`'s. The library's instruments say so, and
+   * either function refuses the other's; your own may leave it out.
+   */
+  readonly for?: 'observeLeadership';
   /** A subscription made `candidate`: what to tell of it. */
   begin(candidate: InstrumentedCandidate): InstrumentRecording<LeadershipEvent>;
 }
 
-/** The same for the `instrument` option of `observeLeader` (`leaderMetrics` is one). */
-export interface LeaderInstrument {
-  /** A subscription watches `watch.slot`: what to tell of it. */
-  begin(watch: { readonly slot: number }): InstrumentRecording<LeaderState>;
+/** A watch as an instrument of `observeLeader` is told of it. */
+export interface InstrumentedWatch {
+  /** The election it watches. */
+  readonly slot: number;
+  /** Its config's `pollEvery`, in ms: a healthy watch reads at least that often. */
+  readonly pollEvery: number;
+  /** Its clock: its scheduler's `now()`, by default monotonic. */
+  readonly now: () => number;
 }
 
-/** Checks an `instrument` option: an object with a `begin` method, or a list of them. */
-export function expectInstrument(value: unknown): void {
+/** What an instrument of `observeLeader` records: the states it emits, and each read. */
+export interface LeaderRecording extends InstrumentRecording<LeaderState> {
+  /** A read of the slot answered, whether or not what it found changed (`record` follows if it did). */
+  answered?(): void;
+  /** A read failed with an error that can heal: the stream skips it and reads again. */
+  failed?(error: LeadershipError): void;
+}
+
+/** The same for the `instrument` option of `observeLeader` (`leaderMetrics` and `leaderHealth` are two). */
+export interface LeaderInstrument {
+  /** Which stream it records: `observeLeader`'s (see {@link LeadershipInstrument.for}). */
+  readonly for?: 'observeLeader';
+  /** A subscription watches `watch.slot`: what to tell of it. */
+  begin(watch: InstrumentedWatch): LeaderRecording;
+}
+
+const instrumentsOf = {
+  observeLeadership: 'leadershipHealth() or leadershipMetrics()',
+  observeLeader: 'leaderHealth() or leaderMetrics()',
+} as const;
+
+/**
+ * Checks the `instrument` option of `stream`: an object with a `begin` method, or a list of
+ * them, none made for the other stream (whose events it would misread).
+ */
+export function expectInstrument(value: unknown, stream: keyof typeof instrumentsOf): void {
   const each = Array.isArray(value) ? value : value === undefined ? [] : [value];
   if (each.length === 0 && value !== undefined) throw argumentError(TypeError, 'instrument', 'an instrument or a non-empty list of them', value);
   for (const instrument of each) {
     if (typeof (instrument as { begin?: unknown } | null)?.begin !== 'function') {
-      throw argumentError(TypeError, 'instrument', 'an instrument with a begin method (leadershipMetrics() of observe-leadership/metrics, say)', value);
+      throw argumentError(TypeError, 'instrument', `an instrument with a begin method (${instrumentsOf[stream]}, say)`, value);
+    }
+    const made = (instrument as { for?: unknown }).for;
+    if (made !== undefined && made !== stream) {
+      const other = typeof made === 'string' && made in instrumentsOf ? ` (${instrumentsOf[made as keyof typeof instrumentsOf]})` : '';
+      throw new TypeError(`Expected \`instrument\` to be an instrument for ${stream} (${instrumentsOf[stream]}), got one for ${String(made)}${other}`);
     }
   }
 }
 
+/** Every recording a subscription began, as one: each call goes to each that has the method. */
+type AnyRecording<T> = InstrumentRecording<T> & Partial<Omit<LeaderRecording, keyof InstrumentRecording<LeaderState>>>;
+
 /** Begins a recording with every instrument given (one, or a list), as one. */
-export function beginAll<C, T>(given: { begin(subject: C): InstrumentRecording<T> } | ReadonlyArray<{ begin(subject: C): InstrumentRecording<T> }> | undefined, subject: C): InstrumentRecording<T> | undefined {
+export function beginAll<C, T>(
+  given: { begin(subject: C): AnyRecording<T> } | ReadonlyArray<{ begin(subject: C): AnyRecording<T> }> | undefined,
+  subject: C,
+): Required<AnyRecording<T>> | undefined {
   if (given === undefined) return undefined;
   const recordings = (Array.isArray(given) ? given : [given]).map((instrument) => instrument.begin(subject));
   return {
     record: (value) => recordings.forEach((recording) => recording.record(value)),
     error: (error) => recordings.forEach((recording) => recording.error?.(error)),
     end: () => recordings.forEach((recording) => recording.end()),
+    answered: () => recordings.forEach((recording) => recording.answered?.()),
+    failed: (error) => recordings.forEach((recording) => recording.failed?.(error)),
   };
 }

@@ -96,6 +96,6 @@ export function resolveLeadershipConfig(config: LeadershipConfig = {}): Resolved
   expectInteger('slot', slot, 0, Number.MAX_SAFE_INTEGER);
   if (holder !== undefined) expectString('holder', holder, MAX_HOLDER_LENGTH);
   if (scheduler !== undefined) expectScheduler('scheduler', scheduler);
-  expectInstrument(instrument);
+  expectInstrument(instrument, 'observeLeadership');
   return { renewEvery, expiresAfter, retryEvery, slot, holder, scheduler, instrument };
 }

@@ -80,6 +80,7 @@ export function leadershipMetrics(options: LeadershipMetricsOptions = {}): Leade
   });
 
   return {
+    for: 'observeLeadership',
     begin: (subject): InstrumentRecording<LeadershipEvent> => {
       const { slot, holder, expiresAfter } = subject;
       const now = candidateClock(subject);
@@ -147,6 +148,7 @@ export function leaderMetrics(options: LeadershipMetricsOptions = {}): LeaderIns
   });
 
   return {
+    for: 'observeLeader',
     begin: ({ slot }): InstrumentRecording<LeaderState> => {
       const watch: { slot: number; state?: LeaderState; leaderlessMs: number; leaderlessSince?: number } = { slot, leaderlessMs: 0 };
       watches.add(watch);

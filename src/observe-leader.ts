@@ -30,8 +30,9 @@ export interface ObserveLeaderConfig {
    */
   scheduler?: SchedulerLike;
   /**
-   * Records what this stream sees: `leaderMetrics()` of `observe-leadership/metrics`
-   * reports it through OpenTelemetry.
+   * Records what this stream sees: `leaderHealth()` answers a follower's health check,
+   * `leaderMetrics()` of `observe-leadership/metrics` reports it through OpenTelemetry.
+   * An instrument made for `observeLeadership` is refused.
    * @default none
    */
   instrument?: LeaderInstrument | readonly LeaderInstrument[];
@@ -82,11 +83,11 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
   expectInteger('slot', slot, 0, Number.MAX_SAFE_INTEGER);
   expectInteger('pollEvery', pollEvery, 1, MAX_DELAY);
   expectScheduler('scheduler', scheduler);
-  expectInstrument(instrument);
+  expectInstrument(instrument, 'observeLeader');
 
   return new Observable<LeaderState>((subscriber) => {
     const store = reader ?? sqliteLeaseStore(db as Database);
-    const recording = beginAll(instrument, { slot });
+    const recording = beginAll(instrument, { slot, pollEvery, now: () => scheduler.now() });
     let timer: Subscription | undefined;
     let last: LeaderState | undefined;
     const observation = new LeaseObservation();
@@ -124,6 +125,7 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
     };
     const seen = (view: LeaseView | undefined): void => {
       lockRetry.clear();
+      recording?.answered();
       const expiresIn = view === undefined ? -1 : observation.remaining(view, scheduler.now());
       const state = stateOf(slot, view, expiresIn);
       if (last === undefined || !sameState(state, last)) {
@@ -136,7 +138,11 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
       if (!subscriber.closed) timer = scheduler.schedule(look, Math.max(1, Math.min(pollEvery, untilExpiry)));
     };
     const failed = (error: unknown): void => {
-      if (!(error instanceof LeadershipError && error.transient)) return subscriber.error(error);
+      if (!(error instanceof LeadershipError && error.transient)) {
+        recording?.error(error);
+        return subscriber.error(error);
+      }
+      recording?.failed(error);
       // A lock met (the store never waits for one): a few ms later, for up to `pollEvery`.
       const step = error instanceof LockTaken ? lockRetry.nextWithin(scheduler.now(), pollEvery) : (lockRetry.clear(), undefined);
       timer = scheduler.schedule(look, step ?? pollEvery);
