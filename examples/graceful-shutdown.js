@@ -2,6 +2,7 @@
 // flight finish, then end the subscription, which releases the lease: the next leader
 // starts at once, and no job is cut in half.
 //   node examples/graceful-shutdown.js /tmp/jobs.db
+// @ts-check: typed through JSDoc, checked by `tsc --checkJs` (spec/package.spec.ts)
 'use strict';
 const Database = require('better-sqlite3');
 const { BehaviorSubject, concatMap, defer, filter, finalize, fromEvent, interval, merge, share, switchMap, take, takeUntil, timer, tap } = require('rxjs');
@@ -10,6 +11,7 @@ const { observeLeadership, whileLeader } = require('observe-leadership');
 const file = process.argv[2] ?? 'jobs.db';
 const db = new Database(file, { timeout: 1_000 });
 db.pragma('journal_mode = WAL');
+/** @param {string} line */
 const log = (line) => console.log(`${new Date().toISOString().slice(11, 23)}  ${line}`);
 
 const shutdown$ = merge(fromEvent(process, 'SIGINT'), fromEvent(process, 'SIGTERM')).pipe(take(1), share());
@@ -21,7 +23,11 @@ const done$ = shutdown$.pipe(
 );
 
 let number = 0;
-/** A job that takes a while: a second, here. */
+/**
+ * A job that takes a while: a second, here.
+ *
+ * @param {import('observe-leadership').ElectedEvent} lease
+ */
 const job = (lease) =>
   defer(() => {
     const name = `job ${++number}`;

@@ -5,6 +5,7 @@
 // GET /leader answers 200 only in the leader: a readiness probe for a Service that routes
 // to the leader alone.
 //   node examples/healthz.js /tmp/jobs.db 8080
+// @ts-check: typed through JSDoc, checked by `tsc --checkJs` (spec/package.spec.ts)
 'use strict';
 const { createServer } = require('node:http');
 const Database = require('better-sqlite3');
@@ -21,7 +22,8 @@ const stop$ = merge(fromEvent(process, 'SIGINT'), fromEvent(process, 'SIGTERM'))
 observeLeadership(db, { instrument: health })
   .pipe(takeUntil(stop$))
   .subscribe({
-    next: (event) => console.log(`${event.type}${event.term === undefined ? '' : ` term ${event.term}`}`),
+    // Every event but `error` has a term: the `type` tells TypeScript which one this is.
+    next: (event) => console.log(event.type === 'error' ? `error ${event.error.code}` : `${event.type} term ${event.term}`),
     error: (error) => console.error(`leadership ended: ${error.code} ${error.message}`),
     complete: () => server.close(),
   });

@@ -1,6 +1,7 @@
 // A worker that prints its leadership events. Run it in two terminals on the same file:
 //   npm run example -- /tmp/leader.db
 // One is elected and renews; stop it with Ctrl-C and the other takes over at once.
+// @ts-check: typed through JSDoc, checked by `tsc --checkJs` (spec/package.spec.ts)
 'use strict';
 const Database = require('better-sqlite3');
 const { observeLeadership } = require('observe-leadership');
@@ -10,7 +11,9 @@ const db = new Database(file, { timeout: 1_000 });
 db.pragma('journal_mode = WAL');
 db.pragma('synchronous = NORMAL');
 
+/** @param {number} ms */
 const time = (ms) => new Date(ms).toISOString().slice(11, 23);
+/** @param {import('observe-leadership').LeadershipEvent} event the type says which fields there are */
 const describe = (event) => {
   switch (event.type) {
     case 'elected':

@@ -98,8 +98,8 @@ describe('code in README.md and docs/', () => {
     expect(messages).toBe('');
   }, 120_000);
 
-  it('names, in every ```sh block, npm scripts and files of this repository that exist', () => {
-    const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  it('names, in every ```sh block, npm scripts and files of this repository that exist, and files of the package that it ships', () => {
+    const { scripts, files } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string>; files: string[] };
     const commands = all
       .filter((block) => block.info === 'sh')
       .flatMap((block) => block.code.split('\n').map((line) => ({ where: `${block.document}:${block.line}`, command: line.replace(/\s+#.*$/, '').trim() })))
@@ -108,6 +108,9 @@ describe('code in README.md and docs/', () => {
     const missing = commands.flatMap(({ where, command }) => {
       const script = /^npm (?:run ([\w:-]+)|(start|test))\b/.exec(command);
       if (script) return scripts[script[1] ?? script[2]] === undefined ? [`${where}: ${command}`] : [];
+      // A user of the package runs its files from node_modules: they must exist here, and ship.
+      const shipped = /^node node_modules\/observe-leadership\/(\S+)/.exec(command);
+      if (shipped) return existsSync(join(root, shipped[1])) && files.some((folder) => shipped[1].startsWith(`${folder}/`)) ? [] : [`${where}: ${command}`];
       const file = /^node (\S+)/.exec(command);
       if (file) return existsSync(join(root, file[1])) ? [] : [`${where}: ${command}`];
       return [];

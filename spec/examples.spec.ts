@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { eventually } from '../chaos/eventually';
 import { freePort } from '../chaos/postgres-server';
-import type { HealthReport } from '../src';
+import type { HealthReport, LeaderHealthReport } from '../src';
 import { testDatabaseUrl, testSchema } from './support/postgres-database';
 import { SpawnedScript } from './support/spawned-script';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
@@ -53,6 +53,29 @@ describe('examples', () => {
     expect(await leader.exited).toBe(0);
     await follower.shows(/elected term 2/);
     expect((await probe(second, '/leader')).status).toBe(200);
+  });
+
+  it('follower-health.js answers a follower\'s probes: healthy while its reads succeed, /leader while somebody leads, and who', async () => {
+    const probe = async (port: number, path: string) => {
+      const response = await fetch(`http://127.0.0.1:${port}${path}`);
+      return { status: response.status, report: (await response.json()) as LeaderHealthReport };
+    };
+    database.open(); // the file a candidate made
+    const port = await freePort();
+    const follower = run('follower-health.js', String(port));
+    await follower.shows(/health on/);
+    expect(await probe(port, '/healthz')).toMatchObject({ status: 200, report: { healthy: true, led: false, watches: [{ status: 'watching', holder: null }] } });
+    expect((await probe(port, '/leader')).status).toBe(503);
+    const leader = run('print-events.js');
+    await leader.shows(/elected {2}term 1/);
+    await follower.shows(/leads, term 1/);
+    const led = await probe(port, '/leader');
+    expect(led).toMatchObject({ status: 200, report: { healthy: true, led: true, watches: [{ status: 'watching', term: 1, holder: expect.any(String), since: expect.any(Number) }] } });
+    leader.process.kill('SIGINT');
+    await follower.shows(/nobody leads[\s\S]*nobody leads/); // at its start, then after the release
+    expect((await probe(port, '/leader')).status).toBe(503);
+    follower.process.kill('SIGTERM');
+    expect(await follower.exited).toBe(0);
   });
 
   it('job-queue.js: only the leader dispatches; when it stops, the other takes the queue over where it was', async () => {

@@ -1,10 +1,14 @@
+import Database from 'better-sqlite3';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eventually } from '../chaos/eventually';
+import { SpawnedScript } from './support/spawned-script';
 
 const root = join(__dirname, '..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+const npx = process.platform === 'win32' ? 'npx.cmd' : 'npx';
 
 // The package as a user gets it: `npm pack`, installed in a fresh project, then used from
 // CommonJS, from an ES module, from TypeScript, with PostgreSQL, and through its command. The
@@ -54,10 +58,33 @@ describe('the package, installed in a fresh project', () => {
     }
   };
 
-  it('ships only dist, README, LICENSE and package.json', () => {
-    expect(files.filter((file) => !file.startsWith('dist/'))).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json']));
-    expect(files.filter((file) => !file.startsWith('dist/')).sort()).toEqual(['LICENSE', 'README.md', 'package.json']);
+  it('ships only dist, examples, README, LICENSE and package.json', () => {
+    const examples = readdirSync(join(root, 'examples')).map((name) => `examples/${name}`);
+    expect(examples.length).toBeGreaterThanOrEqual(6);
+    expect(files.filter((file) => !file.startsWith('dist/')).sort()).toEqual(['LICENSE', 'README.md', ...examples, 'package.json'].sort());
     expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/cli/main.js']));
+  });
+
+  it('carries examples that run from the installed package and type-check with tsc --checkJs', async () => {
+    const installed = join(project, 'node_modules', 'observe-leadership', 'examples');
+    const examples = readdirSync(installed).filter((name) => name.endsWith('.js'));
+    // Each says it is checked, so that an editor checks it too.
+    expect(examples.filter((name) => !readFileSync(join(installed, name), 'utf8').includes('// @ts-check'))).toEqual([]);
+    const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    const options = ['--noEmit', '--allowJs', '--checkJs', '--strict', '--module', 'node16', '--moduleResolution', 'node16', '--target', 'es2022', '--skipLibCheck'];
+    let messages = '';
+    try {
+      execFileSync(process.execPath, [tsc, ...options, ...examples.map((name) => join(installed, name))], { cwd: project, encoding: 'utf8' });
+    } catch (error) {
+      messages = (error as { stdout: string }).stdout;
+    }
+    expect(messages).toBe('');
+    const file = join(folder, 'installed-example.db');
+    const example = new SpawnedScript(join(installed, 'print-events.js'), [file], {}, project);
+    await example.shows(/elected {2}term 1, lease until/);
+    example.process.kill('SIGINT');
+    expect(await example.exited).toBe(0);
+    expect(example.output).toMatch(/stopped, lease released/);
   });
 
   it('works from CommonJS', () => {
@@ -164,8 +191,60 @@ describe('the package, installed in a fresh project', () => {
     expect(compile('postgres.ts')).toBe('');
   });
 
-  it('installs its command', () => {
+  it('installs its command, which npx finds', () => {
     const command = join(project, 'node_modules', '.bin', 'observe-leadership');
     expect(execFileSync(command, ['--help'], { encoding: 'utf8' })).toContain('usage: observe-leadership');
+    const file = join(folder, 'npx.db');
+    expect(execFileSync(npx, ['--no-install', 'observe-leadership', 'init', file], { cwd: project, encoding: 'utf8' })).toBe(`created: ${file}, with the lease tables (journal_mode delete)\n`);
   });
+
+  // README's worker, pasted unchanged into a new user's project: an ES module package with
+  // what `tsc --init` of the newest TypeScript writes, compiled, then run beside a 5 s
+  // exclusive lock on its file (a migration, a backup, the sqlite3 shell) that it must ride out.
+  it("compiles README's worker as a fresh TypeScript 7 ES module project, which keeps leading through a 5 s lock", async () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## A worker that dispatches jobs only while it leads'));
+    const worker = /```ts\n([\s\S]*?)\n```/.exec(section)?.[1] as string;
+    expect(worker).toContain('observeLeadership(db');
+    const esm = join(project, 'esm');
+    mkdirSync(esm);
+    writeFileSync(join(esm, 'package.json'), JSON.stringify({ name: 'esm-consumer', private: true, type: 'module' }));
+    const tsc = join(root, 'node_modules', 'typescript-7', 'bin', 'tsc');
+    execFileSync(process.execPath, [tsc, '--init'], { cwd: esm, encoding: 'utf8' });
+    writeFileSync(join(esm, 'worker.ts'), worker);
+    let messages = '';
+    try {
+      execFileSync(process.execPath, [tsc, '-p', '.'], { cwd: esm, encoding: 'utf8' });
+    } catch (error) {
+      messages = (error as { stdout: string }).stdout;
+    }
+    expect(messages).toBe('');
+    expect(existsSync(join(esm, 'worker.js'))).toBe(true);
+
+    const running = new SpawnedScript(join(esm, 'worker.js'), [], {}, esm);
+    const db = new Database(join(esm, 'jobs.db'), { timeout: 5_000 });
+    try {
+      await running.shows(/^elected /m);
+      const state = () => db.prepare('SELECT state FROM jobs ORDER BY id DESC LIMIT 1').pluck().get();
+      db.prepare("INSERT INTO jobs (state) VALUES ('ready')").run();
+      await eventually('a job dispatched', () => state() === 'dispatched' || undefined);
+      db.exec('BEGIN EXCLUSIVE');
+      db.prepare("INSERT INTO jobs (state) VALUES ('ready')").run(); // seen by the worker once committed
+      const lockedAt = running.output.length;
+      await new Promise((resolve) => setTimeout(resolve, 5_000));
+      db.exec('COMMIT');
+      // Its ticks met the lock five times (fenced waits 100 ms, then throws DATABASE_BUSY): skipped.
+      expect(running.process.exitCode).toBeNull();
+      expect(running.output.slice(lockedAt)).not.toMatch(/leadership ended/);
+      await eventually('the job dispatched after the lock', () => state() === 'dispatched' || undefined, 10_000);
+      await eventually('a renewal after the lock', () => /^renewed /m.test(running.output.slice(lockedAt)) || undefined, 10_000);
+      expect(running.output).not.toMatch(/^lost |leadership ended/m);
+      running.process.kill('SIGTERM');
+      expect(await running.exited).toBe(0);
+    } finally {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      db.close();
+      running.process.kill('SIGKILL');
+    }
+  }, 60_000);
 });
