@@ -88,9 +88,7 @@ interface Tracked {
  * ```
  */
 export function leadershipHealth(options: LeadershipHealthOptions = {}): LeadershipHealth {
-  expectConfig(options, ['failingAfter']);
-  const { failingAfter = 30_000 } = options;
-  expectInteger('failingAfter', failingAfter, 1, MAX_DELAY);
+  const failingAfter = failingAfterOf(options);
   const tracked = new Set<Tracked>();
 
   const begin: LeadershipHealth['begin'] = (subject): InstrumentRecording<LeadershipEvent> => {
@@ -104,16 +102,13 @@ export function leadershipHealth(options: LeadershipHealthOptions = {}): Leaders
           // A streak goes on while errors come closer together than a healthy campaign's calls.
           const inStreak = candidate.lastError !== undefined && now - candidate.lastError.at <= candidate.quiet;
           if (!inStreak) candidate.errorsSince = now;
-          candidate.lastError = { at: now, reason: `${event.error.code}: ${event.error.message}` };
+          candidate.lastError = { at: now, reason: reasonOf(event.error) };
           return;
         }
         candidate.errorsSince = undefined; // the database answered
         candidate.expiresAt = event.type === 'lost' ? undefined : event.expiresAt;
       },
-      error: (error) => {
-        const { code, message } = error as { code?: string; message?: string };
-        candidate.ended = `${code ?? 'ERROR'}: ${message ?? String(error)}`;
-      },
+      error: (error) => void (candidate.ended = reasonOf(error)),
       end: () => {
         if (candidate.ended === undefined) tracked.delete(candidate);
       },
@@ -223,9 +218,7 @@ interface TrackedWatch {
  * ```
  */
 export function leaderHealth(options: LeaderHealthOptions = {}): LeaderHealth {
-  expectConfig(options, ['failingAfter']);
-  const { failingAfter = 30_000 } = options;
-  expectInteger('failingAfter', failingAfter, 1, MAX_DELAY);
+  const failingAfter = failingAfterOf(options);
   const tracked = new Set<TrackedWatch>();
 
   const begin: LeaderHealth['begin'] = ({ slot, now }): LeaderRecording => {
@@ -243,12 +236,9 @@ export function leaderHealth(options: LeaderHealthOptions = {}): LeaderHealth {
       },
       failed: (error) => {
         watch.failingSince ??= watch.now();
-        watch.lastError = `${error.code}: ${error.message}`;
+        watch.lastError = reasonOf(error);
       },
-      error: (error) => {
-        const { code, message } = error as { code?: string; message?: string };
-        watch.ended = `${code ?? 'ERROR'}: ${message ?? String(error)}`;
-      },
+      error: (error) => void (watch.ended = reasonOf(error)),
       end: () => {
         if (watch.ended === undefined) tracked.delete(watch);
       },
@@ -268,4 +258,17 @@ export function leaderHealth(options: LeaderHealthOptions = {}): LeaderHealth {
   };
 
   return { for: 'observeLeader', begin, check };
+}
+
+/** The `failingAfter` of a health check's options, checked. */
+function failingAfterOf(options: { failingAfter?: number }): number {
+  expectConfig(options, ['failingAfter']);
+  const { failingAfter = 30_000 } = options;
+  return expectInteger('failingAfter', failingAfter, 1, MAX_DELAY);
+}
+
+/** An error as a report gives it: `CODE: message`. */
+function reasonOf(error: unknown): string {
+  const { code, message } = (error ?? {}) as { code?: string; message?: string };
+  return `${code ?? 'ERROR'}: ${message ?? String(error)}`;
 }
