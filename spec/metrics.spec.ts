@@ -54,27 +54,64 @@ describe.each(['delete', 'wal'] as const)('metrics through OpenTelemetry, scrape
     return { subscription, leads: () => events.filter((e) => e.type === 'elected' || e.type === 'lost').at(-1)?.type === 'elected', events };
   };
 
-  it('shows which candidate leads, its term, elections and renewal latency; after a handoff they swap and the elections grow', async () => {
+  it('shows per slot whether this process leads, its term, elections, losses and renewal latency, each from its zero; after a handoff they move', async () => {
     const a = candidate('a');
     await eventually('a leads', () => a.leads());
     const b = candidate('b');
     await eventually('a renewal', () => a.events.some((e) => e.type === 'renewed'));
     const before = await scrape();
-    expect(sample(before, 'leadership_leader', { leadership_holder: 'a', leadership_slot: 0, service_name: 'jobs' })).toBe(1);
-    expect(sample(before, 'leadership_leader', { leadership_holder: 'b' })).toBe(0);
-    expect(sample(before, 'leadership_term', { leadership_holder: 'a' })).toBe(1);
-    expect(sample(before, 'leadership_elections_total', { leadership_holder: 'a' })).toBe(1);
-    expect(sample(before, 'leadership_renewal_duration_count', { leadership_holder: 'a' })).toBeGreaterThan(0);
+    expect(sample(before, 'leadership_leader', { leadership_slot: 0, service_name: 'jobs' })).toBe(1);
+    expect(before).not.toMatch(/^leadership_leader\{[^}]*leadership_holder/m); // one series per slot, whoever leads
+    expect(sample(before, 'leadership_candidates', { leadership_slot: 0 })).toBe(2);
+    expect(sample(before, 'leadership_term', { leadership_slot: 0 })).toBe(1);
+    expect(sample(before, 'leadership_elections_total', { leadership_slot: 0 })).toBe(1);
+    expect(sample(before, 'leadership_losses_total', { 'leadership_loss_reason': 'expired' })).toBe(0);
+    expect(sample(before, 'leadership_losses_total', { 'leadership_loss_reason': 'superseded' })).toBe(0);
+    // Timed finer than a millisecond (a renewal of a local file in WAL takes tens of µs),
+    // with buckets from 10 µs to show it.
+    const renewals = sample(before, 'leadership_renewal_duration_count', { leadership_slot: 0 }) as number;
+    const seconds = sample(before, 'leadership_renewal_duration_sum', { leadership_slot: 0 }) as number;
+    expect(renewals).toBeGreaterThan(0);
+    expect(seconds).toBeGreaterThan(0);
+    expect(Number.isInteger(Math.round(seconds * 1e9) / 1e6)).toBe(false); // not whole ms
+    expect(sample(before, 'leadership_renewal_duration_bucket', { le: '0.00001' })).toBeDefined();
 
     // a hands over, and campaigns again as a follower.
     a.subscription.unsubscribe();
     await eventually('b leads', () => b.leads());
     candidate('a');
     const after = await scrape();
-    expect(sample(after, 'leadership_leader', { leadership_holder: 'b' })).toBe(1);
-    expect(sample(after, 'leadership_leader', { leadership_holder: 'a' })).toBe(0);
-    expect(sample(after, 'leadership_term', { leadership_holder: 'b' })).toBe(2);
-    expect(sample(after, 'leadership_elections_total', { leadership_holder: 'b' })).toBe(1);
+    expect(sample(after, 'leadership_leader', { leadership_slot: 0 })).toBe(1);
+    expect(sample(after, 'leadership_term', { leadership_slot: 0 })).toBe(2);
+    expect(after).not.toMatch(/leadership_holder/); // who leads is the process (Prometheus' instance)
+    expect(sample(after, 'leadership_elections_total', { leadership_slot: 0 })).toBe(2);
+
+    // Every candidate steps down: the process still says so.
+    subscriptions.forEach((subscription) => subscription.unsubscribe());
+    const none = await scrape();
+    expect(sample(none, 'leadership_leader', { leadership_slot: 0 })).toBe(0);
+    expect(sample(none, 'leadership_candidates', { leadership_slot: 0 })).toBe(0);
+    expect(sample(none, 'leadership_term', { leadership_slot: 0 })).toBe(0);
+  });
+
+  it('counts each tenure of the slot once in every process that learns of it, its own or one its followers find; an old one found first only sets the start', async () => {
+    instrument = leadershipMetrics({ meter: provider.getMeter('spec') });
+    const follower = instrument.begin({ slot: 3, holder: 'f', ...timing });
+    const fresh = instrument.begin({ slot: 4, holder: 'g', ...timing }); // a worker started again: its first election is its own
+    fresh.record({ type: 'elected', slot: 4, holder: 'g', term: 12, expiresAt: 0 });
+    expect(sample(await scrape(), 'leadership_elections_total', { leadership_slot: 4 })).toBe(1);
+    fresh.end();
+    const elections = async () => sample(await scrape(), 'leadership_elections_total', { leadership_slot: 3 });
+    expect(await elections()).toBe(0); // from the subscription on
+    follower.seen?.({ holder: 'x', term: 7 }); // found at the first attempt: since when, nobody knows
+    follower.seen?.({ holder: 'x', term: 7 }); // the same tenure again
+    expect(await elections()).toBe(0);
+    follower.seen?.({ holder: 'y', term: 9 }); // another (the count is of tenures seen, not of terms)
+    expect(await elections()).toBe(1);
+    follower.record({ type: 'elected', slot: 3, holder: 'f', term: 10, expiresAt: 0 });
+    follower.seen?.({ holder: 'f', term: 10 }); // its own, read back: counted once
+    expect(await elections()).toBe(2);
+    follower.end();
   });
 
   it('shows who leads as an observer sees it, and counts the time without a leader', async () => {
@@ -89,8 +126,17 @@ describe.each(['delete', 'wal'] as const)('metrics through OpenTelemetry, scrape
     const a = candidate('a');
     await eventually('seen leading', () => states.at(-1)?.holder === 'a');
     const led = await scrape();
-    expect(sample(led, 'leadership_observed_leader', { leadership_holder: 'a' })).toBe(1);
-    expect(sample(led, 'leadership_observed_term', { leadership_holder: 'a' })).toBe(1);
+    expect(sample(led, 'leadership_observed_leader', { leadership_slot: 0 })).toBe(1);
+    expect(sample(led, 'leadership_observed_term', { leadership_slot: 0 })).toBe(1);
+    expect(sample(led, 'leadership_observed_elections_total', { leadership_slot: 0 })).toBe(1);
     a.subscription.unsubscribe();
+    const b = candidate('b');
+    await eventually('seen b leading', () => states.at(-1)?.holder === 'b');
+    expect(sample(await scrape(), 'leadership_observed_elections_total', { leadership_slot: 0 })).toBe(2);
+    b.subscription.unsubscribe();
+    await eventually('seen nobody leading', () => states.at(-1)?.holder === null);
+    const released = await scrape();
+    expect(sample(released, 'leadership_observed_leader', { leadership_slot: 0 })).toBe(0); // no series of an old leader stays at 1
+    expect(released.split('\n').filter((line) => line.startsWith('leadership_observed_leader{'))).toHaveLength(1);
   });
 });

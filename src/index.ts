@@ -18,7 +18,7 @@ export type {
   RenewedEvent,
 } from './leadership-event';
 export type { FencingStore } from './fenced';
-export type { InstrumentedCandidate, InstrumentedWatch, InstrumentRecording, LeaderInstrument, LeaderRecording, LeadershipInstrument } from './instrument';
+export type { CandidateRecording, InstrumentedCandidate, InstrumentedWatch, InstrumentRecording, LeaderInstrument, LeaderRecording, LeadershipInstrument } from './instrument';
 export { leaderHealth, leadershipHealth } from './health';
 export type { CandidateHealth, HealthReport, LeaderHealth, LeaderHealthOptions, LeaderHealthReport, LeadershipHealth, LeadershipHealthOptions, WatchHealth } from './health';
 export type { AcquireOptions, AcquireResult, ChangeOrigin, ClockReading, Eventually, LeaseChange, LeaseReader, LeaseRecord, LeaseStore, LeaseView, TenureWatch, WatchOptions } from './store/lease-store';

@@ -45,6 +45,17 @@ export function candidateClock(candidate: InstrumentedCandidate): () => number {
  * nothing yet is reported too. `leadershipMetrics` of `observe-leadership/metrics` is one,
  * through OpenTelemetry; this entry never loads OpenTelemetry itself.
  */
+/** What an instrument of `observeLeadership` records: the events a candidate emits, and how long its calls took. */
+export interface CandidateRecording extends InstrumentRecording<LeadershipEvent> {
+  /**
+   * A call of the candidate's answered: a renewal, from sending it to its answer, in seconds
+   * on the candidate's clock, unrounded (a renewal of a SQLite file takes microseconds).
+   */
+  timed?(operation: 'renewal', seconds: number): void;
+  /** An attempt of the candidate, a follower, found the slot held by this tenure (live or not). */
+  seen?(lease: { readonly holder: string; readonly term: number }): void;
+}
+
 export interface LeadershipInstrument {
   /**
    * Which stream it records: `observeLeadership`'s. The library's instruments say so, and
@@ -52,7 +63,7 @@ export interface LeadershipInstrument {
    */
   readonly for?: 'observeLeadership';
   /** A subscription made `candidate`: what to tell of it. */
-  begin(candidate: InstrumentedCandidate): InstrumentRecording<LeadershipEvent>;
+  begin(candidate: InstrumentedCandidate): CandidateRecording;
 }
 
 /** A watch as an instrument of `observeLeader` is told of it. */
@@ -106,7 +117,9 @@ export function expectInstrument(value: unknown, stream: keyof typeof instrument
 }
 
 /** Every recording a subscription began, as one: each call goes to each that has the method. */
-type AnyRecording<T> = InstrumentRecording<T> & Partial<Omit<LeaderRecording, keyof InstrumentRecording<LeaderState>>>;
+type AnyRecording<T> = InstrumentRecording<T> &
+  Partial<Omit<LeaderRecording, keyof InstrumentRecording<LeaderState>>> &
+  Partial<Omit<CandidateRecording, keyof InstrumentRecording<LeadershipEvent>>>;
 
 /** Begins a recording with every instrument given (one, or a list), as one. */
 export function beginAll<C, T>(
@@ -121,5 +134,7 @@ export function beginAll<C, T>(
     end: () => recordings.forEach((recording) => recording.end()),
     answered: () => recordings.forEach((recording) => recording.answered?.()),
     failed: (error) => recordings.forEach((recording) => recording.failed?.(error)),
+    timed: (operation, seconds) => recordings.forEach((recording) => recording.timed?.(operation, seconds)),
+    seen: (lease) => recordings.forEach((recording) => recording.seen?.(lease)),
   };
 }

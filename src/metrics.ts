@@ -1,9 +1,7 @@
 import type { Attributes, Meter, ObservableResult } from '@opentelemetry/api';
 import { expectConfig, expectObject } from './argument-check';
 import { performance } from 'node:perf_hooks';
-import { candidateClock } from './instrument';
-import type { InstrumentRecording, LeaderInstrument, LeadershipInstrument } from './instrument';
-import type { LeadershipEvent } from './leadership-event';
+import type { CandidateRecording, InstrumentRecording, LeaderInstrument, LeadershipInstrument } from './instrument';
 import type { LeaderState } from './observe-leader';
 
 /** Options of {@link leadershipMetrics} and {@link leaderMetrics}. */
@@ -20,6 +18,7 @@ export interface LeadershipMetricsOptions {
 /** The instruments' names; docs/metrics-and-health.md gives their types, units and attributes. */
 const metricNames = {
   leader: 'leadership.leader',
+  candidates: 'leadership.candidates',
   term: 'leadership.term',
   elections: 'leadership.elections',
   losses: 'leadership.losses',
@@ -27,8 +26,12 @@ const metricNames = {
   renewalDuration: 'leadership.renewal.duration',
   observedLeader: 'leadership.observed.leader',
   observedTerm: 'leadership.observed.term',
+  observedElections: 'leadership.observed.elections',
   leaderless: 'leadership.observed.leaderless.time',
 } as const;
+
+/** The reasons a tenure ends that every loss counter starts at 0 with (see `LostReason`). */
+const lossReasons = ['superseded', 'expired'] as const;
 
 function meterOf(options: LeadershipMetricsOptions): { meter: Meter; attributes: Attributes } {
   expectConfig(options, ['meter', 'attributes']);
@@ -41,11 +44,18 @@ function meterOf(options: LeadershipMetricsOptions): { meter: Meter; attributes:
 
 /**
  * An instrument for `observeLeadership`'s `instrument` option that reports, through
- * OpenTelemetry, every candidate it is given: whether it leads and its term (gauges, per
- * slot and holder, from its subscription on, so a follower reports 0), the tenures it won
- * and lost (counters, losses by reason), its transient errors (a counter, by code), and how
- * long each renewal took (a histogram, in seconds). A candidate's gauges stop when its
- * subscription ends. One instrument can serve every candidate of the process.
+ * OpenTelemetry, the candidates of this process per slot: whether one of them leads and
+ * how many campaign, and the term of the one that leads (gauges), the tenures of the slot
+ * it learnt of (its own, and those its followers found: a counter), the tenures lost
+ * (a counter, by reason), transient errors (a counter, by code), and how
+ * long each renewal took (a histogram, in seconds, timed to the microsecond).
+ *
+ * Every series is per slot, not per holder, and exists from the first subscription to the
+ * slot on, with its zero, for as long as the process lives: a process whose candidates all
+ * stepped down still says 0, a restarted worker's counters start again from 0 under the same
+ * labels (so `increase()` counts its elections), and a new holder at each subscription adds
+ * no series: the process (Prometheus' `instance`) is who leads, and `observe-leadership
+ * status` names the holder. One instrument serves every candidate of the process.
  *
  * @example
  * ```ts
@@ -59,46 +69,79 @@ function meterOf(options: LeadershipMetricsOptions): { meter: Meter; attributes:
  */
 export function leadershipMetrics(options: LeadershipMetricsOptions = {}): LeadershipInstrument {
   const { meter, attributes } = meterOf(options);
-  const leader = meter.createObservableGauge(metricNames.leader, { description: 'Whether this candidate leads the slot (1) or not (0)', unit: '{leader}' });
-  const term = meter.createObservableGauge(metricNames.term, { description: "The term of this candidate's tenure, while it leads", unit: '{term}' });
-  const elections = meter.createCounter(metricNames.elections, { description: 'Tenures this candidate began', unit: '{election}' });
-  const losses = meter.createCounter(metricNames.losses, { description: 'Tenures this candidate lost, by reason', unit: '{loss}' });
+  const leader = meter.createObservableGauge(metricNames.leader, {
+    description: 'Whether a candidate of this process leads the slot (1) or not (0)',
+    unit: '{leader}',
+  });
+  const campaigning = meter.createObservableGauge(metricNames.candidates, { description: 'Candidates of this process campaigning for the slot', unit: '{candidate}' });
+  const term = meter.createObservableGauge(metricNames.term, { description: 'The term of the tenure a candidate of this process holds (0 while none leads)', unit: '{term}' });
+  const elections = meter.createCounter(metricNames.elections, {
+    description: 'Tenures of the slot this process learnt of: begun by its candidates, or found by them as followers',
+    unit: '{election}',
+  });
+  const losses = meter.createCounter(metricNames.losses, { description: 'Tenures the candidates of this process lost, by reason', unit: '{loss}' });
   const errors = meter.createCounter(metricNames.errors, { description: 'Transient database errors, by code', unit: '{error}' });
   const renewals = meter.createHistogram(metricNames.renewalDuration, {
     description: 'From sending a renewal to its answer',
     unit: 's',
-    // From a local SQLite file (under a ms) to a slow network (seconds).
-    advice: { explicitBucketBoundaries: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5] },
+    // From a SQLite file in WAL (tens of µs) and in a rollback journal (ms) to PostgreSQL
+    // across a network (ms) and a struggling one (seconds).
+    advice: {
+      explicitBucketBoundaries: [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    },
   });
-  /** Every candidate subscribed now: its attributes, and its term while it leads. */
-  const candidates = new Set<{ labels: Attributes; term?: number }>();
+  /**
+   * Every slot a candidate of this process ever campaigned for: its labels, the candidates
+   * campaigning now, and the highest term it learnt of (from which the next one counts).
+   */
+  const slots = new Map<number, { labels: Attributes; candidates: Set<{ holder: string; term?: number }>; lastTerm?: number }>();
   leader.addCallback((result: ObservableResult) => {
-    for (const { labels, term: current } of candidates) result.observe(current === undefined ? 0 : 1, labels);
+    for (const { labels, candidates } of slots.values()) result.observe([...candidates].some((c) => c.term !== undefined) ? 1 : 0, labels);
   });
+  campaigning.addCallback((result: ObservableResult) => {
+    for (const { labels, candidates } of slots.values()) result.observe(candidates.size, labels);
+  });
+  // Observed for every slot at every collection: the SDK would export a series it stopped
+  // observing with its last value, forever (a deposed leader's term, say).
   term.addCallback((result: ObservableResult) => {
-    for (const { labels, term: current } of candidates) if (current !== undefined) result.observe(current, labels);
+    for (const { labels, candidates } of slots.values()) result.observe(Math.max(0, ...[...candidates].map((c) => c.term ?? 0)), labels);
   });
+  const slotOf = (slot: number) => {
+    let known = slots.get(slot);
+    if (known === undefined) {
+      known = { labels: { ...attributes, 'leadership.slot': slot }, candidates: new Set() };
+      slots.set(slot, known);
+      // Each series with its zero from the start: a rate needs a first sample to grow from.
+      elections.add(0, known.labels);
+      for (const reason of lossReasons) losses.add(0, { ...known.labels, 'leadership.loss.reason': reason });
+    }
+    return known;
+  };
 
   return {
     for: 'observeLeadership',
-    begin: (subject): InstrumentRecording<LeadershipEvent> => {
-      const { slot, holder, expiresAfter } = subject;
-      const now = candidateClock(subject);
-      const candidate: { labels: Attributes; term?: number } = {
-        labels: { ...attributes, 'leadership.slot': slot, 'leadership.holder': holder },
-      };
+    begin: ({ slot, holder }): CandidateRecording => {
+      const known = slotOf(slot);
+      const { labels, candidates } = known;
+      const candidate: { holder: string; term?: number } = { holder };
       candidates.add(candidate);
-      const { labels } = candidate;
+      /**
+       * Counts a tenure once, whoever began it, so that elections count in every process that
+       * lives through them (a crash-looping leader's own count restarts with each life).
+       * The first one found as a follower may be old: it only sets where counting starts.
+       */
+      const learnt = (term: number, own: boolean) => {
+        if (term <= 0) return; // the original worker's statements alone keep no term
+        if (known.lastTerm === undefined ? own : term > known.lastTerm) elections.add(1, labels);
+        known.lastTerm = Math.max(known.lastTerm ?? 0, term);
+      };
       return {
+        seen: (lease) => learnt(lease.term, false),
         record: (event) => {
           switch (event.type) {
             case 'elected':
               candidate.term = event.term;
-              elections.add(1, labels);
-              break;
-            case 'renewed':
-              // Its lease ends `expiresAfter` after the renewal was sent.
-              renewals.record(Math.max(0, now() + expiresAfter - event.expiresAt) / 1000, labels);
+              learnt(event.term, true);
               break;
             case 'lost':
               candidate.term = undefined;
@@ -109,6 +152,7 @@ export function leadershipMetrics(options: LeadershipMetricsOptions = {}): Leade
               break;
           }
         },
+        timed: (_, seconds) => renewals.record(seconds, labels),
         end: () => void candidates.delete(candidate),
       };
     },
@@ -118,42 +162,57 @@ export function leadershipMetrics(options: LeadershipMetricsOptions = {}): Leade
 /**
  * An instrument for `observeLeader`'s `instrument` option that reports, through
  * OpenTelemetry, what each watch sees: whether the slot has a leader and its term (gauges,
- * per slot, with the holder), and the time the slot went without a leader while watched (a
- * counter, in seconds, that grows while it has none).
+ * per slot; 0 for both once no watch of the slot is left), the elections it saw (a counter from 0, per slot: a change of
+ * leader or term after its first read), and the time the slot went without a leader while
+ * watched (a counter, in seconds, that grows while it has none).
  */
 export function leaderMetrics(options: LeadershipMetricsOptions = {}): LeaderInstrument {
   const { meter, attributes } = meterOf(options);
   const present = meter.createObservableGauge(metricNames.observedLeader, { description: 'Whether the slot has a leader (1) or not (0), as watched', unit: '{leader}' });
-  const term = meter.createObservableGauge(metricNames.observedTerm, { description: "The leader's term, as watched", unit: '{term}' });
+  const term = meter.createObservableGauge(metricNames.observedTerm, { description: "The leader's term, as watched (0 while nobody leads)", unit: '{term}' });
   const leaderless = meter.createObservableCounter(metricNames.leaderless, { description: 'Time the slot went without a leader while watched', unit: 's' });
-  /** Every watch now: its latest state, the leaderless ms before it, and since when it has had no leader (if so). */
-  const watches = new Set<{ slot: number; state?: LeaderState; leaderlessMs: number; leaderlessSince?: number }>();
-  const labels = (state: LeaderState): Attributes => ({
-    ...attributes,
-    'leadership.slot': state.slot,
-    ...(state.holder === null ? {} : { 'leadership.holder': state.holder }),
-  });
+  const elections = meter.createCounter(metricNames.observedElections, { description: 'New tenures seen while watched', unit: '{election}' });
+  interface Watch {
+    state?: LeaderState;
+    leaderlessMs: number;
+    leaderlessSince?: number;
+  }
+  /** Every slot ever watched here: its labels, and its watches now. */
+  const slots = new Map<number, { labels: Attributes; watches: Set<Watch> }>();
+  /** The latest state of any watch of the slot (nobody leads once none watches: the SDK would repeat the last value forever). */
+  const latest = (watches: Set<Watch>): LeaderState | undefined => [...watches].map((w) => w.state).find((state) => state !== undefined);
   present.addCallback((result: ObservableResult) => {
-    for (const { state } of watches) if (state) result.observe(state.holder === null ? 0 : 1, labels(state));
+    for (const { labels, watches } of slots.values()) result.observe(latest(watches)?.holder == null ? 0 : 1, labels);
   });
   term.addCallback((result: ObservableResult) => {
-    for (const { state } of watches) if (state?.term != null) result.observe(state.term, labels(state));
+    for (const { labels, watches } of slots.values()) result.observe(latest(watches)?.term ?? 0, labels);
   });
   // Time without a leader is counted on a clock that a stepped wall clock does not move.
   leaderless.addCallback((result: ObservableResult) => {
     const now = performance.now();
-    for (const { slot, leaderlessMs, leaderlessSince } of watches) {
-      result.observe((leaderlessMs + (leaderlessSince === undefined ? 0 : now - leaderlessSince)) / 1000, { ...attributes, 'leadership.slot': slot });
+    for (const { labels, watches } of slots.values()) {
+      const [watch] = watches;
+      if (watch !== undefined) result.observe((watch.leaderlessMs + (watch.leaderlessSince === undefined ? 0 : now - watch.leaderlessSince)) / 1000, labels);
     }
   });
 
   return {
     for: 'observeLeader',
     begin: ({ slot }): InstrumentRecording<LeaderState> => {
-      const watch: { slot: number; state?: LeaderState; leaderlessMs: number; leaderlessSince?: number } = { slot, leaderlessMs: 0 };
+      let known = slots.get(slot);
+      if (known === undefined) {
+        known = { labels: { ...attributes, 'leadership.slot': slot }, watches: new Set() };
+        slots.set(slot, known);
+        elections.add(0, known.labels);
+      }
+      const { labels, watches } = known;
+      const watch: Watch = { leaderlessMs: 0 };
       watches.add(watch);
       return {
         record: (state) => {
+          // A tenure that began while watched: the one found at the first read may be old.
+          const previous = watch.state;
+          if (previous !== undefined && state.holder !== null && (state.holder !== previous.holder || state.term !== previous.term)) elections.add(1, labels);
           const now = performance.now();
           if (watch.leaderlessSince !== undefined) watch.leaderlessMs += now - watch.leaderlessSince;
           watch.leaderlessSince = state.holder === null ? now : undefined;

@@ -28,6 +28,10 @@ export interface CampaignTiming {
 export interface CampaignObserver {
   next(event: LeadershipEvent): void;
   error(error: unknown): void;
+  /** How long a store call took, in ms on the scheduler's clock, unrounded: from sending it to its answer. */
+  timed?(operation: 'renewal', ms: number): void;
+  /** A follower's attempt found the slot held by another tenure (live or not): what it saw of it. */
+  seen?(lease: LeaseRecord): void;
 }
 
 /** The tenure this candidate believes it holds, and until when, on its own clock. */
@@ -214,6 +218,7 @@ export class Campaign {
     if (this.ended !== undefined && (result.acquired || !isTenure(result.lease, this.ended))) this.ended = undefined;
     if (this.stopped) return;
     if (!result.acquired) {
+      this.observer.seen?.(result.lease);
       const expiresIn = this.observation.remaining(result, this.now());
       this.standBy();
       this.watchLeader(result.lease, expiresIn);
@@ -321,12 +326,14 @@ export class Campaign {
   private readonly renew = (): void => {
     const { term } = this.tenure as Tenure;
     const sentAt = this.now();
+    const sentExactly = this.scheduler.now(); // for how long it took: the ms above are rounded down
     const { expiresAfter } = this.timing;
     this.perform(
       // Even after a pause past the lease, this succeeds only if nobody took the slot
       // meanwhile (the store checks holder and term), so the tenure may go on.
       () => this.store.renew(this.lease(term), this.reading(), expiresAfter),
       (renewed) => {
+        this.observer.timed?.('renewal', this.scheduler.now() - sentExactly);
         this.lockRetry.clear();
         if (this.stopped || this.tenure?.term !== term) return; // ended meanwhile
         if (!renewed) return this.lose('superseded');
