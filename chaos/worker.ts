@@ -19,8 +19,24 @@ import { createInterface } from 'node:readline';
 import { IntervalHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Pool } from 'pg';
 import { asyncScheduler, EMPTY, ignoreElements, interval, map, merge, Subscription, tap } from 'rxjs';
-import { ElectedEvent, fenced, Lease, LeadershipEvent, leadershipHealth, LeaseStore, observeLeadership, whileLeader } from 'observe-leadership';
+import {
+  ElectedEvent,
+  fenced,
+  Lease,
+  LeaderInstrument,
+  LeadershipEvent,
+  leadershipHealth,
+  LeadershipInstrument,
+  LeaseReader,
+  LeaseStore,
+  observeLeader,
+  observeLeadership,
+  whileLeader,
+} from 'observe-leadership';
 import { postgresLeaseStore } from 'observe-leadership/postgres';
+import { leaderMetrics, leadershipMetrics } from 'observe-leadership/metrics';
+import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import type { PostgresTarget } from './chaos-database';
 import { uncommittedSeq } from './history';
 
@@ -55,6 +71,12 @@ export interface WorkerOptions {
   clockOffset?: number;
   /** Serve `leadershipHealth`'s report over HTTP (GET /healthz), as README's health example does. */
   health?: boolean;
+  /**
+   * Export `leadershipMetrics()` of its candidates and `leaderMetrics()` of a watch of each
+   * slot through the OpenTelemetry SDK's Prometheus exporter, as docs/metrics-and-health.md
+   * wires them, on a free port of 127.0.0.1 that it reports (`metrics`).
+   */
+  metrics?: boolean;
 }
 
 /** What a worker needs of its database: the store to campaign in, fenced ledger writes, and a way out. */
@@ -173,9 +195,20 @@ export function reportUsage(extra: Record<string, unknown> = {}): void {
   report({ type: 'usage', cpu: user + system, uptime: process.uptime() * 1000, loopActive: active, loopTotal: active + idle, ...extra });
 }
 
+/** `leadershipMetrics()` through the SDK's Prometheus exporter, served by a server of its own on a free port. */
+function startMetrics(worker: string): { candidates: LeadershipInstrument; watches: LeaderInstrument } {
+  const exporter = new PrometheusExporter({ preventServerStart: true });
+  const provider = new MeterProvider({ readers: [exporter] });
+  const server = createServer((request, response) => exporter.getMetricsRequestHandler(request, response));
+  server.listen(0, '127.0.0.1', () => report({ worker, type: 'metrics', port: (server.address() as AddressInfo).port }));
+  server.unref();
+  const meter = provider.getMeter('chaos-worker');
+  return { candidates: leadershipMetrics({ meter }), watches: leaderMetrics({ meter }) };
+}
+
 function main(): void {
   const options = JSON.parse(process.argv[2]) as WorkerOptions;
-  const { file, postgres, worker = 'worker', slots = 1, ledgerEvery, tickEvery, journal, busyTimeout, clockOffset, health, ...timing } = options;
+  const { file, postgres, worker = 'worker', slots = 1, ledgerEvery, tickEvery, journal, busyTimeout, clockOffset, health, metrics, ...timing } = options;
   if (clockOffset) {
     const realNow = Date.now;
     Date.now = () => realNow() + clockOffset;
@@ -198,6 +231,13 @@ function main(): void {
     });
     server.listen(0, '127.0.0.1', () => report({ worker, type: 'health', port: (server.address() as AddressInfo).port }));
     server.unref();
+  }
+  const instruments: LeadershipInstrument[] = healthReport ? [healthReport] : [];
+  if (metrics) {
+    // As a worker that also watches who leads, for a dashboard: its candidates and its watches.
+    const { candidates, watches } = startMetrics(worker);
+    instruments.push(candidates);
+    for (let slot = 0; slot < slots; slot++) observeLeader(db.campaignIn as Database.Database | LeaseReader, { slot, instrument: watches }).subscribe({ error: () => undefined });
   }
   let loopDelay: IntervalHistogram | undefined;
   /** The event loop's delays (ms) since the last call; the first call starts the count. */
@@ -229,7 +269,7 @@ function main(): void {
   const subscribe = () => {
     holder = `${worker}.${process.pid}.${++round}`;
     subscriptions = Array.from({ length: slots }, (_, slot) =>
-      observeLeadership(db.campaignIn, { ...timing, slot, holder, ...(scheduler && { scheduler }), ...(healthReport && { instrument: healthReport }) })
+      observeLeadership(db.campaignIn, { ...timing, slot, holder, ...(scheduler && { scheduler }), ...(instruments.length > 0 && { instrument: instruments }) })
         .pipe(
           tap((event) => {
             if (event.type === 'elected') lastLeases.set(slot, event);

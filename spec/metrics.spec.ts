@@ -94,26 +94,6 @@ describe.each(['delete', 'wal'] as const)('metrics through OpenTelemetry, scrape
     expect(sample(none, 'leadership_term', { leadership_slot: 0 })).toBe(0);
   });
 
-  it('counts each tenure of the slot once in every process that learns of it, its own or one its followers find; an old one found first only sets the start', async () => {
-    instrument = leadershipMetrics({ meter: provider.getMeter('spec') });
-    const follower = instrument.begin({ slot: 3, holder: 'f', ...timing });
-    const fresh = instrument.begin({ slot: 4, holder: 'g', ...timing }); // a worker started again: its first election is its own
-    fresh.record({ type: 'elected', slot: 4, holder: 'g', term: 12, expiresAt: 0 });
-    expect(sample(await scrape(), 'leadership_elections_total', { leadership_slot: 4 })).toBe(1);
-    fresh.end();
-    const elections = async () => sample(await scrape(), 'leadership_elections_total', { leadership_slot: 3 });
-    expect(await elections()).toBe(0); // from the subscription on
-    follower.seen?.({ holder: 'x', term: 7 }); // found at the first attempt: since when, nobody knows
-    follower.seen?.({ holder: 'x', term: 7 }); // the same tenure again
-    expect(await elections()).toBe(0);
-    follower.seen?.({ holder: 'y', term: 9 }); // another (the count is of tenures seen, not of terms)
-    expect(await elections()).toBe(1);
-    follower.record({ type: 'elected', slot: 3, holder: 'f', term: 10, expiresAt: 0 });
-    follower.seen?.({ holder: 'f', term: 10 }); // its own, read back: counted once
-    expect(await elections()).toBe(2);
-    follower.end();
-  });
-
   it('shows who leads as an observer sees it, and counts the time without a leader', async () => {
     const states: LeaderState[] = [];
     const watching = leaderMetrics({ meter: provider.getMeter('spec') });

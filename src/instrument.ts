@@ -39,12 +39,6 @@ export function candidateClock(candidate: InstrumentedCandidate): () => number {
   return candidate.now ?? (() => performance.timeOrigin + performance.now());
 }
 
-/**
- * Records what candidates emit, for the `instrument` option of `observeLeadership`: told of
- * each subscription's slot and holder when it starts, so that a follower that has emitted
- * nothing yet is reported too. `leadershipMetrics` of `observe-leadership/metrics` is one,
- * through OpenTelemetry; this entry never loads OpenTelemetry itself.
- */
 /** What an instrument of `observeLeadership` records: the events a candidate emits, and how long its calls took. */
 export interface CandidateRecording extends InstrumentRecording<LeadershipEvent> {
   /**
@@ -52,10 +46,14 @@ export interface CandidateRecording extends InstrumentRecording<LeadershipEvent>
    * on the candidate's clock, unrounded (a renewal of a SQLite file takes microseconds).
    */
   timed?(operation: 'renewal', seconds: number): void;
-  /** An attempt of the candidate, a follower, found the slot held by this tenure (live or not). */
-  seen?(lease: { readonly holder: string; readonly term: number }): void;
 }
 
+/**
+ * Records what candidates emit, for the `instrument` option of `observeLeadership`: told of
+ * each subscription's slot and holder when it starts, so that a follower that has emitted
+ * nothing yet is reported too. `leadershipMetrics` of `observe-leadership/metrics` is one,
+ * through OpenTelemetry; this entry never loads OpenTelemetry itself.
+ */
 export interface LeadershipInstrument {
   /**
    * Which stream it records: `observeLeadership`'s. The library's instruments say so, and
@@ -135,6 +133,5 @@ export function beginAll<C, T>(
     answered: () => recordings.forEach((recording) => recording.answered?.()),
     failed: (error) => recordings.forEach((recording) => recording.failed?.(error)),
     timed: (operation, seconds) => recordings.forEach((recording) => recording.timed?.(operation, seconds)),
-    seen: (lease) => recordings.forEach((recording) => recording.seen?.(lease)),
   };
 }

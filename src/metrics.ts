@@ -33,6 +33,9 @@ const metricNames = {
 /** The reasons a tenure ends that every loss counter starts at 0 with (see `LostReason`). */
 const lossReasons = ['superseded', 'expired'] as const;
 
+/** The codes of `error` events, which every error counter starts at 0 with. */
+const transientCodes = ['DATABASE_BUSY', 'DATABASE_ERROR'] as const;
+
 function meterOf(options: LeadershipMetricsOptions): { meter: Meter; attributes: Attributes } {
   expectConfig(options, ['meter', 'attributes']);
   if (options.meter !== undefined) expectObject('meter', options.meter, 'an OpenTelemetry Meter');
@@ -45,15 +48,14 @@ function meterOf(options: LeadershipMetricsOptions): { meter: Meter; attributes:
 /**
  * An instrument for `observeLeadership`'s `instrument` option that reports, through
  * OpenTelemetry, the candidates of this process per slot: whether one of them leads and
- * how many campaign, and the term of the one that leads (gauges), the tenures of the slot
- * it learnt of (its own, and those its followers found: a counter), the tenures lost
- * (a counter, by reason), transient errors (a counter, by code), and how
+ * how many campaign, and the term of the one that leads (gauges), the tenures they began
+ * and lost (counters, losses by reason), transient errors (a counter, by code), and how
  * long each renewal took (a histogram, in seconds, timed to the microsecond).
  *
  * Every series is per slot, not per holder, and exists from the first subscription to the
  * slot on, with its zero, for as long as the process lives: a process whose candidates all
  * stepped down still says 0, a restarted worker's counters start again from 0 under the same
- * labels (so `increase()` counts its elections), and a new holder at each subscription adds
+ * labels (so `increase()` counts its elections, as a reset), and a new holder at each subscription adds
  * no series: the process (Prometheus' `instance`) is who leads, and `observe-leadership
  * status` names the holder. One instrument serves every candidate of the process.
  *
@@ -75,10 +77,7 @@ export function leadershipMetrics(options: LeadershipMetricsOptions = {}): Leade
   });
   const campaigning = meter.createObservableGauge(metricNames.candidates, { description: 'Candidates of this process campaigning for the slot', unit: '{candidate}' });
   const term = meter.createObservableGauge(metricNames.term, { description: 'The term of the tenure a candidate of this process holds (0 while none leads)', unit: '{term}' });
-  const elections = meter.createCounter(metricNames.elections, {
-    description: 'Tenures of the slot this process learnt of: begun by its candidates, or found by them as followers',
-    unit: '{election}',
-  });
+  const elections = meter.createCounter(metricNames.elections, { description: 'Tenures the candidates of this process began', unit: '{election}' });
   const losses = meter.createCounter(metricNames.losses, { description: 'Tenures the candidates of this process lost, by reason', unit: '{loss}' });
   const errors = meter.createCounter(metricNames.errors, { description: 'Transient database errors, by code', unit: '{error}' });
   const renewals = meter.createHistogram(metricNames.renewalDuration, {
@@ -90,11 +89,8 @@ export function leadershipMetrics(options: LeadershipMetricsOptions = {}): Leade
       explicitBucketBoundaries: [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     },
   });
-  /**
-   * Every slot a candidate of this process ever campaigned for: its labels, the candidates
-   * campaigning now, and the highest term it learnt of (from which the next one counts).
-   */
-  const slots = new Map<number, { labels: Attributes; candidates: Set<{ holder: string; term?: number }>; lastTerm?: number }>();
+  /** Every slot a candidate of this process ever campaigned for: its labels, and the candidates campaigning now. */
+  const slots = new Map<number, { labels: Attributes; candidates: Set<{ holder: string; term?: number }> }>();
   leader.addCallback((result: ObservableResult) => {
     for (const { labels, candidates } of slots.values()) result.observe([...candidates].some((c) => c.term !== undefined) ? 1 : 0, labels);
   });
@@ -114,6 +110,7 @@ export function leadershipMetrics(options: LeadershipMetricsOptions = {}): Leade
       // Each series with its zero from the start: a rate needs a first sample to grow from.
       elections.add(0, known.labels);
       for (const reason of lossReasons) losses.add(0, { ...known.labels, 'leadership.loss.reason': reason });
+      for (const code of transientCodes) errors.add(0, { ...known.labels, 'error.type': code });
     }
     return known;
   };
@@ -121,27 +118,15 @@ export function leadershipMetrics(options: LeadershipMetricsOptions = {}): Leade
   return {
     for: 'observeLeadership',
     begin: ({ slot, holder }): CandidateRecording => {
-      const known = slotOf(slot);
-      const { labels, candidates } = known;
+      const { labels, candidates } = slotOf(slot);
       const candidate: { holder: string; term?: number } = { holder };
       candidates.add(candidate);
-      /**
-       * Counts a tenure once, whoever began it, so that elections count in every process that
-       * lives through them (a crash-looping leader's own count restarts with each life).
-       * The first one found as a follower may be old: it only sets where counting starts.
-       */
-      const learnt = (term: number, own: boolean) => {
-        if (term <= 0) return; // the original worker's statements alone keep no term
-        if (known.lastTerm === undefined ? own : term > known.lastTerm) elections.add(1, labels);
-        known.lastTerm = Math.max(known.lastTerm ?? 0, term);
-      };
       return {
-        seen: (lease) => learnt(lease.term, false),
         record: (event) => {
           switch (event.type) {
             case 'elected':
               candidate.term = event.term;
-              learnt(event.term, true);
+              elections.add(1, labels);
               break;
             case 'lost':
               candidate.term = undefined;

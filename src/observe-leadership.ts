@@ -8,7 +8,7 @@ import { enrollBeliever, enrollCandidate } from './candidate-registry';
 import { LeadershipConfig, resolveLeadershipConfig } from './leadership-config';
 import { beginAll } from './instrument';
 import { LeadershipEvent } from './leadership-event';
-import type { LeaseRecord, LeaseStore } from './store/lease-store';
+import type { LeaseStore } from './store/lease-store';
 import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
 
 /**
@@ -69,9 +69,6 @@ export function observeLeadership(db: Database | LeaseStore, config?: Leadership
           },
           timed: (operation: 'renewal', ms: number) => {
             if (!subscriber.closed) recording.timed(operation, ms / 1000);
-          },
-          seen: (lease: LeaseRecord) => {
-            if (!subscriber.closed) recording.seen(lease);
           },
         }
       : subscriber;

@@ -30,8 +30,6 @@ export interface CampaignObserver {
   error(error: unknown): void;
   /** How long a store call took, in ms on the scheduler's clock, unrounded: from sending it to its answer. */
   timed?(operation: 'renewal', ms: number): void;
-  /** A follower's attempt found the slot held by another tenure (live or not): what it saw of it. */
-  seen?(lease: LeaseRecord): void;
 }
 
 /** The tenure this candidate believes it holds, and until when, on its own clock. */
@@ -218,7 +216,6 @@ export class Campaign {
     if (this.ended !== undefined && (result.acquired || !isTenure(result.lease, this.ended))) this.ended = undefined;
     if (this.stopped) return;
     if (!result.acquired) {
-      this.observer.seen?.(result.lease);
       const expiresIn = this.observation.remaining(result, this.now());
       this.standBy();
       this.watchLeader(result.lease, expiresIn);
