@@ -1,15 +1,48 @@
+/**
+ * Two projects: `unit`, the specs that need no server and no process of their own (virtual
+ * time, SQLite in this process; `npm run test:unit`, well under a minute), and
+ * `integration`, everything else: real processes, a PostgreSQL server and a PgBouncer
+ * started for the run, the built package, the command line, chaos and benchmark runs.
+ * `npm test` runs both. A new spec is an integration spec until it is listed here.
+ */
+const unit = [
+  'spec/bad-input.spec.ts',
+  'spec/campaign/**/*.spec.ts',
+  'spec/chaos/checker.spec.ts',
+  'spec/chaos/fault-plan.spec.ts',
+  'spec/chaos/history.spec.ts',
+  'spec/fenced.spec.ts',
+  'spec/health.spec.ts',
+  'spec/leadership-config.spec.ts',
+  'spec/metrics.spec.ts',
+  'spec/observe-leadership.spec.ts',
+  'spec/operators/**/*.spec.ts',
+];
+
+/** What both projects share. */
+const common = {
+  testEnvironment: 'node',
+  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
+};
+
 /** @type {import('jest').Config} */
 module.exports = {
-  testEnvironment: 'node',
-  roots: ['<rootDir>/spec'],
-  testMatch: ['**/*.spec.ts'],
-  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
   // Multi-process specs wait for real leases to expire; their waits are generous on purpose.
   testTimeout: 60_000,
   // Most suites wait on processes, not on the CPU: two at a time on CI's two cores (Jest's
   // default is one fewer than the cores, one here).
   maxWorkers: 2,
-  // One PostgreSQL server for the run (or the one OBSERVE_LEADERSHIP_TEST_DATABASE_URL names).
-  globalSetup: '<rootDir>/spec/support/postgres-global-setup.ts',
-  globalTeardown: '<rootDir>/spec/support/postgres-global-teardown.ts',
+  projects: [
+    { ...common, displayName: 'unit', testMatch: unit.map((path) => `<rootDir>/${path}`) },
+    {
+      ...common,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/spec/**/*.spec.ts'],
+      // The unit specs, as patterns: a folder of them (`dir/**/*.spec.ts`) ignores the folder.
+      testPathIgnorePatterns: ['/node_modules/', ...unit.map((path) => `<rootDir>/${path.replace(/\*\*\/\*\.spec\.ts$/, '').replace(/\./g, '\\.')}`)],
+      // One PostgreSQL server for the run (or the one OBSERVE_LEADERSHIP_TEST_DATABASE_URL names).
+      globalSetup: '<rootDir>/spec/support/postgres-global-setup.ts',
+      globalTeardown: '<rootDir>/spec/support/postgres-global-teardown.ts',
+    },
+  ],
 };
