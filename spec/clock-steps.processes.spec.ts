@@ -211,7 +211,7 @@ describe('on PostgreSQL, a server whose clock steps', () => {
     try {
       await test();
     } catch (error) {
-      throw new Error(`${(error as Error).message}\n\n${workers.map((w) => w.describe()).join('\n')}`);
+      throw new Error(`${(error as Error).message}\n\n${workers.map((w) => w.describe()).join('\n')}`, { cause: error });
     }
   };
   const startCandidates = async () => {

@@ -154,7 +154,7 @@ describe('a real Prometheus, scraping real workers, with the rules loaded', () =
       await eventually(`${alert} firing`, async () => (await prometheus.firing()).includes(alert) || undefined, 60_000);
     } catch (error) {
       const seen = shows === undefined ? [] : await prometheus.query(shows);
-      throw new Error(`${(error as Error).message}; ${shows} was ${JSON.stringify(seen.map((s) => [s.metric, s.value[1]]))}`);
+      throw new Error(`${(error as Error).message}; ${shows} was ${JSON.stringify(seen.map((s) => [s.metric, s.value[1]]))}`, { cause: error });
     }
   };
 

@@ -48,7 +48,7 @@ describe('observeLeadership on PostgreSQL across processes', () => {
     try {
       await test();
     } catch (error) {
-      throw new Error(`${(error as Error).message}\n\n${workers.map((w) => w.describe()).join('\n')}`);
+      throw new Error(`${(error as Error).message}\n\n${workers.map((w) => w.describe()).join('\n')}`, { cause: error });
     }
   };
 

@@ -40,7 +40,8 @@ function meterOf(options: LeadershipMetricsOptions): { meter: Meter; attributes:
   expectConfig(options, ['meter', 'attributes']);
   if (options.meter !== undefined) expectObject('meter', options.meter, 'an OpenTelemetry Meter');
   if (options.attributes !== undefined) expectObject('attributes', options.attributes, 'OpenTelemetry attributes');
-  // Loaded only by those who give no meter: the main entry never loads it.
+  // Loaded only by those who give no meter: the main entry never loads it, and this one only then.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const meter = options.meter ?? (require('@opentelemetry/api') as typeof import('@opentelemetry/api')).metrics.getMeter('observe-leadership');
   return { meter, attributes: options.attributes ?? {} };
 }

@@ -191,7 +191,7 @@ describe.each(stores)('%s lease store', (_, open) => {
 
   describe('observeLeadership', () => {
     const timing = { renewEvery: 100, expiresAfter: 1_000, retryEvery: 100 };
-    let subscriptions: Subscription[] = [];
+    const subscriptions: Subscription[] = [];
     afterEach(() => subscriptions.forEach((subscription) => subscription.unsubscribe()));
 
     /** A candidate whose events are kept, stamped with when they came. */

@@ -56,7 +56,7 @@ export function workerProcesses(journal: JournalMode): WorkerProcesses {
       try {
         await test();
       } catch (error) {
-        throw new Error(`${(error as Error).message}\n\n${workers.map((w) => w.describe()).join('\n')}`);
+        throw new Error(`${(error as Error).message}\n\n${workers.map((w) => w.describe()).join('\n')}`, { cause: error });
       }
     },
   };

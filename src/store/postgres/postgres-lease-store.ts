@@ -414,9 +414,10 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
   /**
    * The slot's current row, expired or not, with the time it had left by the server's
    * clock, or `undefined` when there is none. Never writes, so it creates nothing: before
-   * any candidate made the table, nobody leads.
+   * any candidate made the table, nobody leads. (The server's clock judges: it takes no
+   * reading of this host's clocks.)
    */
-  look(slot: number, _now?: ClockReading): Promise<LeaseView | undefined> {
+  look(slot: number): Promise<LeaseView | undefined> {
     if (this.listeners.any) this.startListening();
     return (async () => {
       try {
