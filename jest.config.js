@@ -39,7 +39,10 @@ module.exports = {
       displayName: 'integration',
       testMatch: ['<rootDir>/spec/**/*.spec.ts'],
       // The unit specs, as patterns: a folder of them (`dir/**/*.spec.ts`) ignores the folder.
-      testPathIgnorePatterns: ['/node_modules/', ...unit.map((path) => `<rootDir>/${path.replace(/\*\*\/\*\.spec\.ts$/, '').replace(/\./g, '\\.')}`)],
+      testPathIgnorePatterns: [
+        '/node_modules/',
+        ...unit.map((path) => `<rootDir>/${path.replace(/\*\*\/\*\.spec\.ts$/, '').replace(/\./g, '\\.')}`),
+      ],
       // One PostgreSQL server for the run (or the one OBSERVE_LEADERSHIP_TEST_DATABASE_URL names).
       globalSetup: '<rootDir>/spec/support/postgres-global-setup.ts',
       globalTeardown: '<rootDir>/spec/support/postgres-global-teardown.ts',

@@ -62,7 +62,11 @@ async function stoppedLeader(cluster: Cluster, pause: number): Promise<StoppedLe
   const resumedAt = Date.now();
   leader.signal('SIGCONT');
   const elected = await cluster.elected(stoppedAt, leader);
-  const lost = await eventually('the stopped leader’s loss', () => leader.records.find((r) => r.type === 'lost' && r.at >= resumedAt), 60_000);
+  const lost = await eventually(
+    'the stopped leader’s loss',
+    () => leader.records.find((r) => r.type === 'lost' && r.at >= resumedAt),
+    60_000,
+  );
   const others = cluster.processes.filter((w) => w !== leader).flatMap((w) => w.records);
   return {
     pause,
@@ -235,7 +239,8 @@ function parseArguments(argv: string[]) {
   const journals = listOf('--journal', journalModes) ?? (smoke ? (['delete', 'wal'] as JournalMode[]) : [...journalModes]);
   const out = valueOf('--out') ?? (smoke || only ? mkdtempSync(join(os.tmpdir(), 'bench-')) : join(__dirname, '..', '..', 'bench'));
   const trials = valueOf('--trials') === undefined ? undefined : Number(valueOf('--trials'));
-  if (trials !== undefined && !(Number.isInteger(trials) && trials > 0)) throw new Error(`Expected --trials to be a positive integer, got ${valueOf('--trials')}`);
+  if (trials !== undefined && !(Number.isInteger(trials) && trials > 0))
+    throw new Error(`Expected --trials to be a positive integer, got ${valueOf('--trials')}`);
   return { smoke, out, journals, trials, runs: (scenario: Scenario) => only === undefined || only.includes(scenario) };
 }
 
@@ -245,8 +250,36 @@ async function main(): Promise<void> {
   const { smoke, out, journals, trials, runs } = parseArguments(process.argv.slice(2));
   const folder = mkdtempSync(join(os.tmpdir(), 'observe-leadership-bench-'));
   const size = smoke
-    ? { processes: 3, trials: 3, takeoverTrials: 2, coldStarts: 1, baselineTakeoverTrials: 2, scaleProcesses: 6, scaleTrials: 2, idleProcesses: 4, idleScale: 6, idleWarmUp: 1, idleSeconds: 1, calls: 200, lockedTrials: 1 }
-    : { processes: 4, trials: 100, takeoverTrials: 100, coldStarts: 10, baselineTakeoverTrials: 3, scaleProcesses: 64, scaleTrials: 100, idleProcesses: 4, idleScale: 64, idleWarmUp: 60, idleSeconds: 240, calls: 20_000, lockedTrials: 5 };
+    ? {
+        processes: 3,
+        trials: 3,
+        takeoverTrials: 2,
+        coldStarts: 1,
+        baselineTakeoverTrials: 2,
+        scaleProcesses: 6,
+        scaleTrials: 2,
+        idleProcesses: 4,
+        idleScale: 6,
+        idleWarmUp: 1,
+        idleSeconds: 1,
+        calls: 200,
+        lockedTrials: 1,
+      }
+    : {
+        processes: 4,
+        trials: 100,
+        takeoverTrials: 100,
+        coldStarts: 10,
+        baselineTakeoverTrials: 3,
+        scaleProcesses: 64,
+        scaleTrials: 100,
+        idleProcesses: 4,
+        idleScale: 64,
+        idleWarmUp: 60,
+        idleSeconds: 240,
+        calls: 20_000,
+        lockedTrials: 5,
+      };
   // --trials N: that many handoffs and takeovers per cluster instead, for a quicker look.
   if (trials !== undefined) Object.assign(size, { trials, takeoverTrials: trials, scaleTrials: trials });
   const fleetSize: FleetSize = smoke
@@ -282,7 +315,9 @@ async function main(): Promise<void> {
     return { scenario: `${scenario} [${journal}]`, unit: 'ms', ours, baseline };
   };
 
-  log(`benchmark${smoke ? ' (smoke)' : ''}: ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node.js ${process.version}; journal modes ${journals.join(', ')}`);
+  log(
+    `benchmark${smoke ? ' (smoke)' : ''}: ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node.js ${process.version}; journal modes ${journals.join(', ')}`,
+  );
   const comparisons: Comparison[] = [];
   const idle: Array<IdleRun & { journal: JournalMode; kind: WorkerKind }> = [];
   const statements: Partial<Record<JournalMode, StatementCosts>> = {};
@@ -299,14 +334,22 @@ async function main(): Promise<void> {
     if (runs('takeover')) {
       // The default lease: what a crash costs a user who changed nothing.
       const ours = await withCluster('candidate', crashTiming, size.processes, journal, (cluster) =>
-        takeovers(cluster, size.takeoverTrials, random, { watched: true, spread: 1_000 }).then((trials) => ({ ...trials, overlaps: cluster.overlaps() })),
+        takeovers(cluster, size.takeoverTrials, random, { watched: true, spread: 1_000 }).then((trials) => ({
+          ...trials,
+          overlaps: cluster.overlaps(),
+        })),
       );
       const baseline =
         journal === journals[0]
-          ? await withCluster('seed', crashTiming, size.processes, journal, (cluster) => takeovers(cluster, size.baselineTakeoverTrials, random))
+          ? await withCluster('seed', crashTiming, size.processes, journal, (cluster) =>
+              takeovers(cluster, size.baselineTakeoverTrials, random),
+            )
           : undefined;
       const scale = await withCluster('candidate', crashTiming, size.scaleProcesses, journal, (cluster) =>
-        takeovers(cluster, size.scaleTrials, random, { watched: true, spread: 1_000 }).then((trials) => ({ ...trials, overlaps: cluster.overlaps() })),
+        takeovers(cluster, size.scaleTrials, random, { watched: true, spread: 1_000 }).then((trials) => ({
+          ...trials,
+          overlaps: cluster.overlaps(),
+        })),
       );
       const stopped = await withCluster('candidate', crashTiming, size.processes, journal, (cluster) =>
         stoppedLeader(cluster, 2 * crashTiming.expiresAfter).then((trial) => ({ ...trial, overlaps: cluster.overlaps() })),
@@ -322,7 +365,11 @@ async function main(): Promise<void> {
           baseline: baseline && distribution(baseline.fromKill),
         },
         { scenario: kernelShare, unit: 'ms', ours: distribution(ours.kernelClose) },
-        { scenario: `crash takeover (SIGKILL), ${lease}, ${size.scaleProcesses} processes [${journal}]`, unit: 'ms', ours: distribution(scale.fromKill) },
+        {
+          scenario: `crash takeover (SIGKILL), ${lease}, ${size.scaleProcesses} processes [${journal}]`,
+          unit: 'ms',
+          ours: distribution(scale.fromKill),
+        },
         { scenario: kernelShare, unit: 'ms', ours: distribution(scale.kernelClose) },
       );
       crashes[journal] = { overlaps: ours.overlaps + scale.overlaps + stopped.overlaps, stopped };
@@ -342,7 +389,12 @@ async function main(): Promise<void> {
       log(`scale done [${journal}]`);
     }
     if (runs('locked')) {
-      locked[journal] = await lockedRuns(new Cluster('candidate', lockedTiming, folder, journal, undefined, [], { health: true }), size.lockedTrials, random, size.calls / 10);
+      locked[journal] = await lockedRuns(
+        new Cluster('candidate', lockedTiming, folder, journal, undefined, [], { health: true }),
+        size.lockedTrials,
+        random,
+        size.calls / 10,
+      );
       log(`locked done [${journal}]`);
     }
     if (runs('idle')) {
@@ -357,7 +409,11 @@ async function main(): Promise<void> {
       ];
       const runsOfMode = await Promise.all(
         clusters.map(([kind, count, rows]) =>
-          idleRun(new Cluster(kind, defaults, folder, journal), count, size.idleWarmUp, size.idleSeconds, rows).then((run) => ({ ...run, journal, kind })),
+          idleRun(new Cluster(kind, defaults, folder, journal), count, size.idleWarmUp, size.idleSeconds, rows).then((run) => ({
+            ...run,
+            journal,
+            kind,
+          })),
         ),
       );
       idle.push(...runsOfMode);
@@ -387,7 +443,14 @@ async function main(): Promise<void> {
       const handoff = await onPostgres(defaults, (cluster) => handoffs(cluster, size.trials, random), 'handoff');
       const takeover = await onPostgres(shortLease, (cluster) => takeovers(cluster, size.takeoverTrials, random), 'takeover');
       // What judging leases by watching them costs: a fresh candidate facing a dead leader's row.
-      const coldStart = await withCluster('candidate', shortLease, 1, 'delete', (cluster) => coldStarts(cluster, size.coldStarts), target('cold'));
+      const coldStart = await withCluster(
+        'candidate',
+        shortLease,
+        1,
+        'delete',
+        (cluster) => coldStarts(cluster, size.coldStarts),
+        target('cold'),
+      );
       const throughPgBouncer = async (mode: PoolMode) =>
         distribution(
           await withCluster('candidate', defaults, size.processes, 'delete', (cluster) => handoffs(cluster, size.trials, random), {
@@ -436,7 +499,8 @@ async function main(): Promise<void> {
   writeFileSync(join(out, 'latency.svg'), renderChart(comparisons.filter((c) => !c.scenario.startsWith(' '))));
 
   const format = (value: number) => (value >= 100 ? value.toFixed(0) : value >= 1 ? value.toFixed(1) : value.toFixed(3));
-  const both = (d: Distribution | undefined) => (d ? `${format(d.p50)} / ${format(d.p99)} / ${format(d.p999)} / ${format(d.worst)} ms` : '');
+  const both = (d: Distribution | undefined) =>
+    d ? `${format(d.p50)} / ${format(d.p99)} / ${format(d.p999)} / ${format(d.worst)} ms` : '';
   const rows = [
     ['scenario', 'ours p50 / p99 / p99.9 / worst', 'baseline p50 / p99 / p99.9 / worst', 'baseline / ours (p50)'],
     ...comparisons.map((c) => [
@@ -452,7 +516,12 @@ async function main(): Promise<void> {
       [`on ${postgres.server}: crash takeover, expiresAfter ${shortLease.expiresAfter} ms`, both(postgres.takeover), '', ''],
       ['  of which past the lease expiry', both(postgres.takeoverPastExpiry), '', ''],
       [`on ${postgres.server}: a fresh candidate facing a dead leader's row, from its start`, both(postgres.coldStart), '', ''],
-      ...poolModes.map((mode) => [`through PgBouncer, ${mode} mode: graceful handoff, ${size.processes} processes`, both(postgres!.pgbouncer[mode]), '', '']),
+      ...poolModes.map((mode) => [
+        `through PgBouncer, ${mode} mode: graceful handoff, ${size.processes} processes`,
+        both(postgres!.pgbouncer[mode]),
+        '',
+        '',
+      ]),
     );
   }
   if (fleetResult) {
@@ -462,9 +531,24 @@ async function main(): Promise<void> {
       [`fleet (${on}): graceful handoff`, both(fleetResult.handoff), '', ''],
       [`fleet: crash takeover, expiresAfter ${fleetResult.takeoverLease} ms`, both(fleetResult.takeover), '', ''],
       ['  of which past the lease expiry', both(fleetResult.takeoverPastExpiry), '', ''],
-      [`fleet: connections idle ${idle.seconds} s, all workers / most by one process / server`, `${idle.connections.total} / ${idle.connections.perProcess} / ${idle.connections.server}`, '', ''],
-      ['fleet: connections during handoffs, all workers / most by one process / server', `${peak.total} / ${peak.perProcess} / ${peak.server}`, '', ''],
-      [`fleet: idle elections, lost, errors; errors over the handoff run; overlapping beliefs`, `${idle.elections}, ${idle.lost}, ${idle.errors}; ${fleetResult.errors}; ${fleetResult.overlaps}`, '', ''],
+      [
+        `fleet: connections idle ${idle.seconds} s, all workers / most by one process / server`,
+        `${idle.connections.total} / ${idle.connections.perProcess} / ${idle.connections.server}`,
+        '',
+        '',
+      ],
+      [
+        'fleet: connections during handoffs, all workers / most by one process / server',
+        `${peak.total} / ${peak.perProcess} / ${peak.server}`,
+        '',
+        '',
+      ],
+      [
+        `fleet: idle elections, lost, errors; errors over the handoff run; overlapping beliefs`,
+        `${idle.elections}, ${idle.lost}, ${idle.errors}; ${fleetResult.errors}; ${fleetResult.overlaps}`,
+        '',
+        '',
+      ],
     );
   }
   for (const [journal, costs] of Object.entries(statements) as Array<[JournalMode, StatementCosts]>) {
@@ -478,8 +562,12 @@ async function main(): Promise<void> {
         '',
       ],
       [`[${journal}] acquire (µs, mean)`, `${format(costs.ours.acquire.meanMicros)}`, '', ''],
-      [`[${journal}] single call, p99 / p99.9 / worst (ms)`, `${worst('ours', 'p99Millis')} / ${worst('ours', 'p999Millis')} / ${worst('ours', 'worstMillis')}`,
-        `${worst('baseline', 'p99Millis')} / ${worst('baseline', 'p999Millis')} / ${worst('baseline', 'worstMillis')}`, ''],
+      [
+        `[${journal}] single call, p99 / p99.9 / worst (ms)`,
+        `${worst('ours', 'p99Millis')} / ${worst('ours', 'p999Millis')} / ${worst('ours', 'worstMillis')}`,
+        `${worst('baseline', 'p99Millis')} / ${worst('baseline', 'p999Millis')} / ${worst('baseline', 'worstMillis')}`,
+        '',
+      ],
     );
   }
   for (const [journal, crash] of Object.entries(crashes)) {
@@ -497,20 +585,33 @@ async function main(): Promise<void> {
   for (const [journal, run] of Object.entries(locked) as Array<[JournalMode, LockedRun]>) {
     const of = `[${journal}] file locked ${run.lockFor / 1000} s by another connection (${run.trials} trials, ${run.processes} processes)`;
     rows.push(
-      [`${of}: event-loop delay, leader; followers (ms, worst)`, `${format(run.loopDelay.leader)}; ${format(run.loopDelay.followers)}`, '', ''],
+      [
+        `${of}: event-loop delay, leader; followers (ms, worst)`,
+        `${format(run.loopDelay.leader)}; ${format(run.loopDelay.followers)}`,
+        '',
+        '',
+      ],
       [`${of}: health answers (ms)`, both(run.healthAnswers), '', ''],
-      [`  the same ${run.lockFor / 1000} s just before, unlocked: event-loop delay (worst); health answers`, `${format(run.unlocked.loopDelay)}; ${both(run.unlocked.healthAnswers)}`, '', ''],
+      [
+        `  the same ${run.lockFor / 1000} s just before, unlocked: event-loop delay (worst); health answers`,
+        `${format(run.unlocked.loopDelay)}; ${both(run.unlocked.healthAnswers)}`,
+        '',
+        '',
+      ],
       [`${of}: leader's lost past its deadline (ms)`, both(run.lostPastDeadline), '', ''],
       [
         `[${journal}] while locked, the library's calls with a 5 s busy timeout, worst of ${run.callsUnderLock.calls} each (ms)`,
-        Object.entries(run.callsUnderLock.worst).map(([name, ms]) => `${name} ${format(ms)}`).join(', '),
+        Object.entries(run.callsUnderLock.worst)
+          .map(([name, ms]) => `${name} ${format(ms)}`)
+          .join(', '),
         '',
         '',
       ],
       [`${of}: elected while locked; overlapping beliefs`, `${run.electedWhileLocked}; ${run.overlaps}`, '', ''],
     );
   }
-  for (const [kind, errors] of Object.entries(busyErrors)) rows.push([`error events, ${size.scaleProcesses}-process handoffs, ${kind}`, `${errors}`, '', '']);
+  for (const [kind, errors] of Object.entries(busyErrors))
+    rows.push([`error events, ${size.scaleProcesses}-process handoffs, ${kind}`, `${errors}`, '', '']);
   printTable(rows, log);
 
   if (idle.length > 0) {

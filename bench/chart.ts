@@ -15,7 +15,8 @@ export function renderChart(comparisons: Comparison[]): string {
   const samples = comparisons.flatMap((c) => [...c.ours.samples, ...(c.baseline?.samples ?? [])]).filter((v) => v > 0);
   const low = 10 ** Math.floor(Math.log10(Math.max(0.1, Math.min(...samples))));
   const high = 10 ** Math.ceil(Math.log10(Math.max(...samples)));
-  const x = (ms: number) => left + ((Math.log10(Math.max(ms, low)) - Math.log10(low)) / (Math.log10(high) - Math.log10(low))) * (width - left - right);
+  const x = (ms: number) =>
+    left + ((Math.log10(Math.max(ms, low)) - Math.log10(low)) / (Math.log10(high) - Math.log10(low))) * (width - left - right);
   const height = top + comparisons.length * laneHeight * 2.5 + 30;
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="12">`,
@@ -41,7 +42,10 @@ export function renderChart(comparisons: Comparison[]): string {
       // Labels above the upper lane and below the lower one; p50 to the left of its tick and
       // p99 to the right, so that close values stay readable.
       const dy = lane === 0 ? -10 : 18;
-      for (const [label, value, anchor, dx] of [['p50', p50, 'end', -3], ['p99', p99, 'start', 3]] as const) {
+      for (const [label, value, anchor, dx] of [
+        ['p50', p50, 'end', -3],
+        ['p99', p99, 'start', 3],
+      ] as const) {
         parts.push(`<line x1="${x(value)}" x2="${x(value)}" y1="${cy - 8}" y2="${cy + 8}" stroke="${color}" stroke-width="2"/>`);
         parts.push(
           `<text x="${x(value) + dx}" y="${cy + dy}" font-size="10" text-anchor="${anchor}" fill="${color}">${label} ${value.toFixed(value < 10 ? 1 : 0)}</text>`,

@@ -77,7 +77,14 @@ export class Cluster {
     const host = this.hosts[this.processes.length % this.hosts.length] as Host | undefined;
     const postgres = this.postgres && host ? { ...this.postgres, url: host.url } : this.postgres;
     const options = { file: this.file, postgres, journal: this.journal, ...this.timing, ...this.extra };
-    const worker = new WorkerProcess(name, this.kind, options, () => undefined, (text) => process.stderr.write(text), host?.launcher);
+    const worker = new WorkerProcess(
+      name,
+      this.kind,
+      options,
+      () => undefined,
+      (text) => process.stderr.write(text),
+      host?.launcher,
+    );
     this.processes.push(worker);
     return worker;
   }
@@ -232,7 +239,11 @@ export async function coldStarts(cluster: Cluster, trials: number): Promise<{ fr
     // Long after the lease ended: the server's clock says so, and only watching can tell.
     await sleep(2 * cluster.timing.expiresAfter);
     const fresh = cluster.spawn();
-    const subscribed = await eventually('the fresh candidate campaigning', () => fresh.records.find((r) => r.type === 'subscribed'), 60_000);
+    const subscribed = await eventually(
+      'the fresh candidate campaigning',
+      () => fresh.records.find((r) => r.type === 'subscribed'),
+      60_000,
+    );
     const elected = await eventually('the fresh candidate elected', () => fresh.records.find((r) => r.type === 'elected'), 120_000);
     fromStart.push((elected.mono as number) - (subscribed.mono as number));
     pastExpiry.push((elected.mono as number) - lastBeliefEnd(leader));

@@ -104,12 +104,19 @@ export async function fleet(size: FleetSize, random: () => number, log: (line: s
     try {
       await steady.start(processes);
       await sleep(size.warmUp * 1000);
-      const count = (type: string, since: number) => steady.processes.flatMap((w) => w.records).filter((r) => r.type === type && r.at >= since).length;
+      const count = (type: string, since: number) =>
+        steady.processes.flatMap((w) => w.records).filter((r) => r.type === type && r.at >= since).length;
       const from = Date.now();
       const sampling = sampleConnections(admin);
       await sleep(size.idleSeconds * 1000);
       const connections = await sampling.stop();
-      idle = { seconds: size.idleSeconds, connections, elections: count('elected', from), lost: count('lost', from), errors: count('error', from) };
+      idle = {
+        seconds: size.idleSeconds,
+        connections,
+        elections: count('elected', from),
+        lost: count('lost', from),
+        errors: count('error', from),
+      };
       log(`fleet idle: ${JSON.stringify(idle)}`);
       const during = sampleConnections(admin);
       handoff = await handoffs(steady, size.handoffs, random);

@@ -121,9 +121,13 @@ export async function lockedRuns(cluster: Cluster, trials: number, random: () =>
       const unlockedAt = Date.now();
       cluster.processes.forEach((worker, i) => (worker === leader ? leaderDelays : followerDelays).push(delays[i]));
       const lost = await eventually('the leader’s lost', () => leader.records.find((r) => r.type === 'lost' && r.at >= lockedAt));
-      const deadline = Math.max(...leader.records.filter((r) => r.mono! < lost.mono! && r.monoExpiresAt !== undefined).map((r) => r.monoExpiresAt!));
+      const deadline = Math.max(
+        ...leader.records.filter((r) => r.mono! < lost.mono! && r.monoExpiresAt !== undefined).map((r) => r.monoExpiresAt!),
+      );
       lostPastDeadline.push(lost.mono! - deadline);
-      electedWhileLocked += cluster.processes.flatMap((w) => w.records).filter((r) => r.type === 'elected' && r.at >= lockedAt && r.at < unlockedAt).length;
+      electedWhileLocked += cluster.processes
+        .flatMap((w) => w.records)
+        .filter((r) => r.type === 'elected' && r.at >= lockedAt && r.at < unlockedAt).length;
       // Whoever it is (the old leader may win again), a leader once the lock is gone.
       const all = () => cluster.processes.flatMap((w) => w.records);
       await eventually('a leader after the lock', () => all().find((r) => r.type === 'elected' && r.at >= unlockedAt), 60_000);

@@ -43,7 +43,10 @@ export function sqliteChaosDatabase(file: string, journal: JournalMode): ChaosDa
       db.prepare('SELECT slot, holder, expires_at AS expiresAt FROM worker_leadership ORDER BY slot').all() as FinalState['rows'],
     standbys: async (slot) => {
       try {
-        return db.prepare('SELECT holder FROM worker_leadership_standby WHERE slot = ? AND expires_at >= ?').pluck().all(slot, Date.now()) as string[];
+        return db
+          .prepare('SELECT holder FROM worker_leadership_standby WHERE slot = ? AND expires_at >= ?')
+          .pluck()
+          .all(slot, Date.now()) as string[];
       } catch {
         return []; // locked, or no table yet
       }

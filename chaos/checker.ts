@@ -1,4 +1,14 @@
-import { beliefSegments, BeliefSegment, endsBelief, FaultKind, FaultRecord, groupBy, overlappingBeliefs, uncommittedSeq, WorkerRecord } from './history';
+import {
+  beliefSegments,
+  BeliefSegment,
+  endsBelief,
+  FaultKind,
+  FaultRecord,
+  groupBy,
+  overlappingBeliefs,
+  uncommittedSeq,
+  WorkerRecord,
+} from './history';
 import { ChaosHistory } from './orchestrator';
 
 export type CheckName = 'overlap' | 'term-order' | 'ledger' | 'pause' | 'step-down' | 'final' | 'liveness' | 'clock-step';
@@ -100,11 +110,18 @@ export function checkHistory(given: ChaosHistory, { slack = 1_000 }: CheckOption
   const pauseNotice: number[] = [];
   for (const fault of faults.filter((f) => f.kind === 'pause' && f.holder !== undefined && f.until !== undefined)) {
     const before = records.filter((r) => r.pid === fault.pid && r.slot === fault.slot && r.type === 'elected' && r.at <= fault.at).at(-1);
-    const takenMeanwhile = tenures.some((t) => t.slot === fault.slot && t.holder !== fault.holder && t.start > fault.at && t.start <= fault.until!);
+    const takenMeanwhile = tenures.some(
+      (t) => t.slot === fault.slot && t.holder !== fault.holder && t.start > fault.at && t.start <= fault.until!,
+    );
     if (!before || !takenMeanwhile) continue;
     // What the paused tenure said first once it ran again (its own term: later tenures are others).
     const after = records.find(
-      (r) => r.pid === fault.pid && r.slot === fault.slot && r.term === before.term && r.at >= fault.until! && ['renewed', 'lost'].includes(r.type),
+      (r) =>
+        r.pid === fault.pid &&
+        r.slot === fault.slot &&
+        r.term === before.term &&
+        r.at >= fault.until! &&
+        ['renewed', 'lost'].includes(r.type),
     );
     if (after?.type === 'renewed' && after.term === before.term) {
       flag('pause', `slot ${fault.slot}: ${fault.holder} renewed term ${before.term} after a pause while another led`);
@@ -114,15 +131,26 @@ export function checkHistory(given: ChaosHistory, { slack = 1_000 }: CheckOption
 
   const stepDown: number[] = [];
   for (const fault of faults.filter((f) => f.kind === 'cut-host' && f.holder !== undefined && !f.skipped)) {
-    const before = records.filter((r) => r.pid === fault.pid && r.slot === fault.slot && r.term !== undefined && r.expiresAt !== undefined && r.at <= fault.at).at(-1);
+    const before = records
+      .filter((r) => r.pid === fault.pid && r.slot === fault.slot && r.term !== undefined && r.expiresAt !== undefined && r.at <= fault.at)
+      .at(-1);
     if (!before) continue;
     // Its last belief (renewals that got through just before the cut included), then its loss of that term.
-    const lastBelief = Math.max(...records.filter((r) => r.pid === fault.pid && r.slot === fault.slot && r.term === before.term && r.expiresAt !== undefined).map((r) => r.expiresAt!));
-    const lost = records.find((r) => r.pid === fault.pid && r.slot === fault.slot && r.term === before.term && r.type === 'lost' && r.at >= fault.at);
+    const lastBelief = Math.max(
+      ...records
+        .filter((r) => r.pid === fault.pid && r.slot === fault.slot && r.term === before.term && r.expiresAt !== undefined)
+        .map((r) => r.expiresAt!),
+    );
+    const lost = records.find(
+      (r) => r.pid === fault.pid && r.slot === fault.slot && r.term === before.term && r.type === 'lost' && r.at >= fault.at,
+    );
     if (!lost) continue; // stopped or killed otherwise meanwhile
     stepDown.push(lost.at - lastBelief);
     if (lost.at > lastBelief + stepDownLateness) {
-      flag('step-down', `slot ${fault.slot}: ${fault.holder} (term ${before.term}), cut off at ${fault.at}, stepped down at ${lost.at}, ${lost.at - lastBelief} ms after its deadline`);
+      flag(
+        'step-down',
+        `slot ${fault.slot}: ${fault.holder} (term ${before.term}), cut off at ${fault.at}, stepped down at ${lost.at}, ${lost.at - lastBelief} ms after its deadline`,
+      );
     }
   }
 
@@ -130,7 +158,8 @@ export function checkHistory(given: ChaosHistory, { slack = 1_000 }: CheckOption
     const row = history.final.rows.find((r) => r.slot === slot);
     const live = history.final.liveHolders.some((h) => h.slot === slot && h.holder === row?.holder);
     if (!row) flag('final', `slot ${slot} has no lease at the end`);
-    else if (!live && row.expiresAt < given.final.at) { // stored by the wall clock, put back on time for the quiet end
+    else if (!live && row.expiresAt < given.final.at) {
+      // stored by the wall clock, put back on time for the quiet end
       flag('final', `slot ${slot} is held by ${row.holder}, no live process, past its expiry`);
     }
   }
@@ -141,18 +170,34 @@ export function checkHistory(given: ChaosHistory, { slack = 1_000 }: CheckOption
     .map((fault) => {
       const allowed = allowance(fault, timing.expiresAfter, retryBound);
       const gap = leaderlessGap(fault, segments, history.final.at, allowed);
-      if (gap > allowed) flag('liveness', `slot ${fault.slot}: ${gap} ms without a leader after ${fault.kind} at ${fault.at} (allowed ${allowed} ms)`);
+      if (gap > allowed)
+        flag('liveness', `slot ${fault.slot}: ${gap} ms without a leader after ${fault.kind} at ${fault.at} (allowed ${allowed} ms)`);
       return { fault, gap, allowed };
     });
 
   for (const fault of faults.filter((f) => f.kind === 'clock-step' && f.holder !== undefined)) {
     const settled = (fault.until ?? fault.at) + timing.expiresAfter;
-    const disturbed = faults.some((other) => other !== fault && !other.skipped && other.kind !== 'clock-step' && other.at >= fault.at - timing.expiresAfter && other.at <= settled);
+    const disturbed = faults.some(
+      (other) =>
+        other !== fault &&
+        !other.skipped &&
+        other.kind !== 'clock-step' &&
+        other.at >= fault.at - timing.expiresAfter &&
+        other.at <= settled,
+    );
     if (disturbed || settled > history.final.at) continue;
     const ended = records.find(
-      (r) => r.slot === fault.slot && r.pid === fault.pid && r.holder === fault.holder && endsBelief.has(r.type) && r.at >= fault.at && r.at <= settled,
+      (r) =>
+        r.slot === fault.slot &&
+        r.pid === fault.pid &&
+        r.holder === fault.holder &&
+        endsBelief.has(r.type) &&
+        r.at >= fault.at &&
+        r.at <= settled,
     );
-    const elected = records.find((r) => r.slot === fault.slot && r.type === 'elected' && r.holder !== fault.holder && r.at >= fault.at && r.at <= settled);
+    const elected = records.find(
+      (r) => r.slot === fault.slot && r.type === 'elected' && r.holder !== fault.holder && r.at >= fault.at && r.at <= settled,
+    );
     if (ended || elected) {
       const what = ended ? `${fault.holder} reported ${ended.type}` : `${elected!.holder} was elected`;
       flag('clock-step', `slot ${fault.slot}: ${what} after the wall clock moved ${fault.step} s at ${fault.at}`);
@@ -260,7 +305,11 @@ export function onMonotonicClock(history: ChaosHistory): ChaosHistory {
   if (!complete || ledger.some((row) => row.mono === undefined)) return history;
   return {
     ...history,
-    records: records.map((r) => ({ ...r, at: r.mono as number, expiresAt: r.monoExpiresAt ?? (r.expiresAt === undefined ? undefined : r.expiresAt - r.at + (r.mono as number)) })),
+    records: records.map((r) => ({
+      ...r,
+      at: r.mono as number,
+      expiresAt: r.monoExpiresAt ?? (r.expiresAt === undefined ? undefined : r.expiresAt - r.at + (r.mono as number)),
+    })),
     faults: faults.map((f) => ({ ...f, at: f.mono as number, until: f.untilMono ?? f.until })),
     ledger: ledger.map((row) => ({ ...row, at: row.mono as number })),
     final: { ...final, at: final.mono as number },

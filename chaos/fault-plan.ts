@@ -60,8 +60,15 @@ export function planFaults({ seed, duration, lease, slots, hosts = false, clockS
     let roll = random() * total;
     const [kind] = kinds.find(([, weight]) => (roll -= weight) < 0) ?? kinds[0];
     // A pause or a cut link outlasts the lease; a lock may or may not.
-    const duration = kind === 'pause' || kind === 'cut-host' ? lease * (1.5 + 1.5 * random()) : kind === 'lock' ? lease * (0.2 + 1.8 * random()) : 0;
-    const fault: PlannedFault = { at: Math.round(at), kind, slot: Math.floor(random() * slots), duration: Math.round(duration), pick: random() };
+    const duration =
+      kind === 'pause' || kind === 'cut-host' ? lease * (1.5 + 1.5 * random()) : kind === 'lock' ? lease * (0.2 + 1.8 * random()) : 0;
+    const fault: PlannedFault = {
+      at: Math.round(at),
+      kind,
+      slot: Math.floor(random() * slots),
+      duration: Math.round(duration),
+      pick: random(),
+    };
     if (kind === 'clock-step') Object.assign(fault, clockStep(random, lease));
     faults.push(fault);
   }

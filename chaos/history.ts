@@ -26,7 +26,8 @@ export interface WorkerRecord {
   message?: string;
 }
 
-export type FaultKind = 'kill' | 'kill-in-fenced' | 'kill-with-standbys' | 'pause' | 'stop' | 'resubscribe' | 'lock' | 'burst' | 'cut-host' | 'clock-step';
+export type FaultKind =
+  'kill' | 'kill-in-fenced' | 'kill-with-standbys' | 'pause' | 'stop' | 'resubscribe' | 'lock' | 'burst' | 'cut-host' | 'clock-step';
 
 /** One fault the orchestrator injected. */
 export interface FaultRecord {

@@ -80,14 +80,15 @@ export function parseArguments(argv: string[]): Arguments {
     else if (name === 'report' || name === 'check') parsed[name] = expectValue(name, argv[++i]);
     else if (name === 'pgbouncer') {
       const mode = expectValue(name, argv[++i]);
-      if (!(poolModes as readonly string[]).includes(mode)) throw new RangeError(`Expected --pgbouncer to be one of ${poolModes.join(', ')}, got ${mode}`);
+      if (!(poolModes as readonly string[]).includes(mode))
+        throw new RangeError(`Expected --pgbouncer to be one of ${poolModes.join(', ')}, got ${mode}`);
       parsed.pgbouncer = mode as PoolMode;
     } else if (name === 'journal') {
       const mode = expectValue(name, argv[++i]);
-      if (!(journalModes as readonly string[]).includes(mode)) throw new RangeError(`Expected --journal to be one of ${journalModes.join(', ')}, got ${mode}`);
+      if (!(journalModes as readonly string[]).includes(mode))
+        throw new RangeError(`Expected --journal to be one of ${journalModes.join(', ')}, got ${mode}`);
       parsed.journal = mode as JournalMode;
-    }
-    else if (name in numeric) {
+    } else if (name in numeric) {
       const value = Number(expectValue(name, argv[++i]));
       const [min, max] = numeric[name];
       if (!Number.isInteger(value) || value < min || value > max) {
@@ -99,9 +100,11 @@ export function parseArguments(argv: string[]): Arguments {
   if ((parsed.hosts !== undefined || parsed.pgbouncer !== undefined) && parsed.postgres === undefined) {
     throw new RangeError('--hosts and --pgbouncer are for PostgreSQL: add --postgres');
   }
-  if (parsed.hosts !== undefined && parsed.postgres !== true) throw new RangeError('--hosts needs a server of its own: give --postgres without a URL');
+  if (parsed.hosts !== undefined && parsed.postgres !== true)
+    throw new RangeError('--hosts needs a server of its own: give --postgres without a URL');
   if (parsed.hosts !== undefined && parsed.pgbouncer !== undefined) throw new RangeError('--hosts and --pgbouncer do not go together');
-  if (parsed.clockSteps && typeof parsed.postgres === 'string') throw new RangeError("--clock-steps steps a server's clock of its own: give --postgres without a URL");
+  if (parsed.clockSteps && typeof parsed.postgres === 'string')
+    throw new RangeError("--clock-steps steps a server's clock of its own: give --postgres without a URL");
   // The original worker's statements judge leases by the wall clock: a step fools them.
   if (parsed.clockSteps) parsed.seedWorker = false;
   return parsed;
@@ -131,7 +134,10 @@ async function main(): Promise<number> {
       if (clock) cleanups.push(() => clock.remove());
       const server =
         args.postgres === true
-          ? await startPostgresServer({ ...(args.hosts && { fromNamespaces: true, own: true }), ...(clock && args.postgres && { environment: clock.environment }) })
+          ? await startPostgresServer({
+              ...(args.hosts && { fromNamespaces: true, own: true }),
+              ...(clock && args.postgres && { environment: clock.environment }),
+            })
           : undefined;
       if (server) cleanups.push(() => server.stop());
       const url = server?.url ?? (args.postgres as string | undefined);

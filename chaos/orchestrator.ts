@@ -107,13 +107,16 @@ export function timingFor(lease: number): Timing {
   return { renewEvery: Math.round(lease / 3), expiresAfter: lease, retryEvery: Math.max(1, Math.round(lease / 5)) };
 }
 
-
 /**
  * Runs worker processes on one SQLite file (or one PostgreSQL schema), injects the planned
  * faults, then lets the slots settle and collects the history. Never throws for what the
  * workers do: that is for the checker to judge.
  */
-export async function runChaos(options: ChaosOptions, log: (line: string) => void = () => undefined, { clock }: ChaosParts = {}): Promise<ChaosHistory> {
+export async function runChaos(
+  options: ChaosOptions,
+  log: (line: string) => void = () => undefined,
+  { clock }: ChaosParts = {},
+): Promise<ChaosHistory> {
   if (options.clockSteps && clock === undefined) throw new Error('clockSteps needs the clock to step');
   const timing = timingFor(options.lease);
   const { postgres, journal = 'delete' } = options;
@@ -313,7 +316,8 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
   const hangOf = async (worker: WorkerProcess, slot: number, since: number, within = timing.expiresAfter): Promise<boolean> => {
     const deadline = Date.now() + within;
     // On the monotonic clock: a worker's wall clock may have been stepped.
-    const reported = (type: string) => worker.records.some((r) => r.type === type && r.slot === slot && r.seq === uncommittedSeq && (r.mono as number) >= since);
+    const reported = (type: string) =>
+      worker.records.some((r) => r.type === type && r.slot === slot && r.seq === uncommittedSeq && (r.mono as number) >= since);
     while (Date.now() < deadline && worker.alive) {
       if (reported('fenced-hang')) return true;
       if (reported('fenced-rejected')) return false;

@@ -90,7 +90,8 @@ export async function startPgBouncer(serverUrl: string): Promise<PgBouncer> {
   const [command, ...prefix] = [...(user?.run ?? []), program];
   execFileSync(command, [...prefix, '-d', join(folder, 'pgbouncer.ini')], { stdio: 'pipe', cwd: folder });
   for (const end = Date.now() + 30_000; !(await reachable(port)); await new Promise((resolve) => setTimeout(resolve, 50))) {
-    if (Date.now() > end) throw new Error(`PgBouncer did not listen on port ${port}: ${readFileSync(join(folder, 'pgbouncer.log'), 'utf8')}`);
+    if (Date.now() > end)
+      throw new Error(`PgBouncer did not listen on port ${port}: ${readFileSync(join(folder, 'pgbouncer.log'), 'utf8')}`);
   }
   const base = `postgres://${encodeURIComponent(name)}@127.0.0.1:${port}/transaction`;
   return {

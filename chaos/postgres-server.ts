@@ -111,7 +111,14 @@ export async function startPostgresServer(options: PostgresServerOptions = {}): 
   }
   // Fast and forgetful: a test server needs no durability.
   const listen = fromNamespaces ? '*' : '127.0.0.1';
-  const settings = [`-p ${port}`, `-k ${folder}`, `-c listen_addresses=${listen}`, '-c fsync=off', '-c synchronous_commit=off', `-c max_connections=${maxConnections}`];
+  const settings = [
+    `-p ${port}`,
+    `-k ${folder}`,
+    `-c listen_addresses=${listen}`,
+    '-c fsync=off',
+    '-c synchronous_commit=off',
+    `-c max_connections=${maxConnections}`,
+  ];
   run('pg_ctl', ['-D', data, '-o', settings.join(' '), '-l', join(folder, 'log'), '-w', '-t', '60', 'start']);
   return {
     url: `postgres://test@127.0.0.1:${port}/postgres`,

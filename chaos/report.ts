@@ -2,7 +2,18 @@ import { CheckName, CheckResult } from './checker';
 import { FaultKind } from './history';
 import { ChaosHistory } from './orchestrator';
 
-const kinds: FaultKind[] = ['kill', 'kill-in-fenced', 'kill-with-standbys', 'pause', 'stop', 'resubscribe', 'lock', 'burst', 'cut-host', 'clock-step'];
+const kinds: FaultKind[] = [
+  'kill',
+  'kill-in-fenced',
+  'kill-with-standbys',
+  'pause',
+  'stop',
+  'resubscribe',
+  'lock',
+  'burst',
+  'cut-host',
+  'clock-step',
+];
 const checks: Array<[CheckName, string]> = [
   ['overlap', 'overlapping beliefs'],
   ['term-order', 'terms out of order'],
@@ -68,7 +79,9 @@ export function formatSummary(history: ChaosHistory, summary: ChaosSummary, resu
     ...summary.byKind.map((k) => [k.kind, `${k.count}`, `${k.skipped}`, `${k.violations}`, ms(k.worstGap), ms(k.medianGap), ms(k.allowed)]),
   ];
   const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
-  const table = rows.map((row) => row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join('  '));
+  const table = rows.map((row) =>
+    row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join('  '),
+  );
   const { options, timing } = history;
   const lines = [
     `chaos on ${options.postgres ? `PostgreSQL${options.through ? ` through ${options.through}` : ''}` : `SQLite (journal_mode ${options.journal ?? 'delete'})`}: ` +
@@ -79,7 +92,9 @@ export function formatSummary(history: ChaosHistory, summary: ChaosSummary, resu
       `expiresAfter ${timing.expiresAfter} ms, renewEvery ${timing.renewEvery} ms, retryEvery ${timing.retryEvery} ms`,
     `${summary.counts.tenures} tenures, ${summary.counts.ledgerRows} fenced ledger rows, ${summary.counts.records} events recorded; ` +
       `paused leaders noticed their loss within ${ms(summary.worstPauseNotice)} of resuming` +
-      (summary.worstStepDown === null ? '' : `; cut-off leaders stepped down ${ms(summary.worstStepDown)} after their deadline at the latest`),
+      (summary.worstStepDown === null
+        ? ''
+        : `; cut-off leaders stepped down ${ms(summary.worstStepDown)} after their deadline at the latest`),
     '',
     ...table,
     '',

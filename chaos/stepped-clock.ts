@@ -3,7 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /** Where Debian's `faketime` package puts libfaketime (its multi-threaded build, which Node needs). */
-const libraryPaths = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1', '/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1', '/usr/lib/faketime/libfaketimeMT.so.1'];
+const libraryPaths = [
+  '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1',
+  '/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1',
+  '/usr/lib/faketime/libfaketimeMT.so.1',
+];
 
 /** libfaketime's path, or `undefined` where it is not installed. */
 export function findLibfaketime(): string | undefined {

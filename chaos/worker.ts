@@ -97,7 +97,8 @@ function sqliteWorkerDatabase(file: string, setup: DatabaseSetup): WorkerDatabas
   const append = db.prepare('INSERT INTO chaos_ledger (slot, holder, term, seq, at, mono) VALUES (?, ?, ?, ?, ?, ?)');
   return {
     campaignIn: db,
-    append: async (lease, seq) => void fenced(db, lease, () => append.run(lease.slot, lease.holder, lease.term, seq, Date.now(), monotonicNow())),
+    append: async (lease, seq) =>
+      void fenced(db, lease, () => append.run(lease.slot, lease.holder, lease.term, seq, Date.now(), monotonicNow())),
     hang: async (lease) =>
       void fenced(db, lease, () => {
         append.run(lease.slot, lease.holder, lease.term, uncommittedSeq, Date.now(), monotonicNow());
@@ -124,7 +125,11 @@ function postgresWorkerDatabase({ url, schema }: PostgresTarget, worker: string,
   return {
     campaignIn: store,
     append: (lease, seq) =>
-      fenced(store, lease, async (client) => void (await client.query(insert, [lease.slot, lease.holder, lease.term, seq, Date.now(), monotonicNow()]))),
+      fenced(
+        store,
+        lease,
+        async (client) => void (await client.query(insert, [lease.slot, lease.holder, lease.term, seq, Date.now(), monotonicNow()])),
+      ),
     hang: (lease) =>
       fenced(store, lease, async (client) => {
         await client.query(insert, [lease.slot, lease.holder, lease.term, uncommittedSeq, Date.now(), monotonicNow()]);
@@ -208,13 +213,29 @@ function startMetrics(worker: string): { candidates: LeadershipInstrument; watch
 
 function main(): void {
   const options = JSON.parse(process.argv[2]) as WorkerOptions;
-  const { file, postgres, worker = 'worker', slots = 1, ledgerEvery, tickEvery, journal, busyTimeout, clockOffset, health, metrics, ...timing } = options;
+  const {
+    file,
+    postgres,
+    worker = 'worker',
+    slots = 1,
+    ledgerEvery,
+    tickEvery,
+    journal,
+    busyTimeout,
+    clockOffset,
+    health,
+    metrics,
+    ...timing
+  } = options;
   if (clockOffset) {
     const realNow = Date.now;
     Date.now = () => realNow() + clockOffset;
   }
-  const db = postgres ? postgresWorkerDatabase(postgres, worker, timing.expiresAfter) : sqliteWorkerDatabase(file!, { journal, busyTimeout });
-  const scheduler = clockOffset === undefined ? undefined : { now: () => Date.now(), schedule: asyncScheduler.schedule.bind(asyncScheduler) };
+  const db = postgres
+    ? postgresWorkerDatabase(postgres, worker, timing.expiresAfter)
+    : sqliteWorkerDatabase(file!, { journal, busyTimeout });
+  const scheduler =
+    clockOffset === undefined ? undefined : { now: () => Date.now(), schedule: asyncScheduler.schedule.bind(asyncScheduler) };
   // The library's default clock otherwise: the process's monotonic time from its start.
   const campaignClock = scheduler ?? { now: () => performance.timeOrigin + performance.now() };
   const lastLeases = new Map<number, ElectedEvent>();
@@ -237,7 +258,8 @@ function main(): void {
     // As a worker that also watches who leads, for a dashboard: its candidates and its watches.
     const { candidates, watches } = startMetrics(worker);
     instruments.push(candidates);
-    for (let slot = 0; slot < slots; slot++) observeLeader(db.campaignIn as Database.Database | LeaseReader, { slot, instrument: watches }).subscribe({ error: () => undefined });
+    for (let slot = 0; slot < slots; slot++)
+      observeLeader(db.campaignIn as Database.Database | LeaseReader, { slot, instrument: watches }).subscribe({ error: () => undefined });
   }
   let loopDelay: IntervalHistogram | undefined;
   /** The event loop's delays (ms) since the last call; the first call starts the count. */
@@ -269,7 +291,13 @@ function main(): void {
   const subscribe = () => {
     holder = `${worker}.${process.pid}.${++round}`;
     subscriptions = Array.from({ length: slots }, (_, slot) =>
-      observeLeadership(db.campaignIn, { ...timing, slot, holder, ...(scheduler && { scheduler }), ...(instruments.length > 0 && { instrument: instruments }) })
+      observeLeadership(db.campaignIn, {
+        ...timing,
+        slot,
+        holder,
+        ...(scheduler && { scheduler }),
+        ...(instruments.length > 0 && { instrument: instruments }),
+      })
         .pipe(
           tap((event) => {
             if (event.type === 'elected') lastLeases.set(slot, event);
@@ -277,7 +305,12 @@ function main(): void {
           }),
           whileLeader((lease) =>
             merge(
-              ledgerEvery ? interval(ledgerEvery).pipe(tap((seq) => fencedWrite(lease, seq)), ignoreElements()) : EMPTY,
+              ledgerEvery
+                ? interval(ledgerEvery).pipe(
+                    tap((seq) => fencedWrite(lease, seq)),
+                    ignoreElements(),
+                  )
+                : EMPTY,
               tickEvery ? interval(tickEvery).pipe(map(() => lease)) : EMPTY,
             ),
           ),
@@ -310,7 +343,11 @@ function main(): void {
     'fenced-hang': (slot = '0') => {
       const lease = lastLeases.get(Number(slot));
       if (lease) {
-        void db.hang(lease).catch(() => report({ worker, type: 'fenced-rejected', slot: lease.slot, holder: lease.holder, term: lease.term, seq: uncommittedSeq }));
+        void db
+          .hang(lease)
+          .catch(() =>
+            report({ worker, type: 'fenced-rejected', slot: lease.slot, holder: lease.holder, term: lease.term, seq: uncommittedSeq }),
+          );
       }
     },
     usage: () => reportUsage({ standby: db.standingBy(holder) }),

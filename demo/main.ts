@@ -41,8 +41,12 @@ async function main(): Promise<void> {
   const all: WorkerProcess[] = [];
   const spawn = (name: string) => {
     leading.delete(name); // a killed worker reported nothing
-    const worker = new WorkerProcess(name, 'candidate', { file, journal: 'wal', ledgerEvery, ...timing }, (record) => tell(name, record), (text) =>
-      process.stderr.write(text),
+    const worker = new WorkerProcess(
+      name,
+      'candidate',
+      { file, journal: 'wal', ledgerEvery, ...timing },
+      (record) => tell(name, record),
+      (text) => process.stderr.write(text),
     );
     workers.push(worker);
     all.push(worker);
@@ -56,7 +60,11 @@ async function main(): Promise<void> {
   };
   const leader = () => eventually('a leader', () => workers.find((w) => w.alive && !w.paused && w.leading.has(0)), 30_000);
   const nextElection = (since: number, except: WorkerProcess) =>
-    eventually('the next leader', () => all.flatMap((w) => (w === except ? [] : w.records)).find((r) => r.type === 'elected' && r.at >= since), 30_000);
+    eventually(
+      'the next leader',
+      () => all.flatMap((w) => (w === except ? [] : w.records)).find((r) => r.type === 'elected' && r.at >= since),
+      30_000,
+    );
   const failovers: Failover[] = [];
 
   for (const name of ['A', 'B', 'C']) spawn(name);
@@ -78,13 +86,19 @@ async function main(): Promise<void> {
   second.signal('SIGKILL');
   const afterKill = await nextElection(killedAt, second);
   const lastExpiry = Math.max(...second.records.map((r) => r.expiresAt ?? 0));
-  failovers.push({ what: 'crash', gap: afterKill.at - killedAt, note: `${lastExpiry - afterKill.at} ms before its lease would have expired` });
+  failovers.push({
+    what: 'crash',
+    gap: afterKill.at - killedAt,
+    note: `${lastExpiry - afterKill.at} ms before its lease would have expired`,
+  });
   await replace(second);
   await sleep(2_000);
 
   const third = await leader();
   const pause = 2 * timing.expiresAfter;
-  announce(`pausing the leader, ${third.name} (SIGSTOP) for ${pause} ms, twice its lease: alive, but silent; the others wait for its lease`);
+  announce(
+    `pausing the leader, ${third.name} (SIGSTOP) for ${pause} ms, twice its lease: alive, but silent; the others wait for its lease`,
+  );
   const pausedAt = Date.now();
   third.signal('SIGSTOP');
   third.paused = true;
@@ -107,7 +121,11 @@ async function main(): Promise<void> {
   const last = workers.find((w) => w.leading.has(0));
   await stopWorkers(workers.filter((w) => w !== last));
   await stopWorkers(last ? [last] : []);
-  summarize(all.flatMap((w) => w.records), failovers, file);
+  summarize(
+    all.flatMap((w) => w.records),
+    failovers,
+    file,
+  );
   rmSync(folder, { recursive: true, force: true });
 }
 
@@ -146,9 +164,15 @@ function summarize(records: WorkerRecord[], failovers: Failover[], file: string)
     console.log(`  without a leader after a ${what}: ${gap} ms${note ? ` (${note})` : ''}`);
   }
   const increasing = terms.every((term, i) => i === 0 || term > terms[i - 1]);
-  console.log(`  tenures: ${elected.length}, terms ${terms.join(', ')}: ${increasing ? 'each greater than the last' : 'NOT increasing (a bug: please report it)'}`);
-  console.log(`  renewals: ${count('renewed')}; fenced ledger writes accepted: ${count('fenced-write')}, refused: ${count('fenced-rejected')}`);
-  console.log(`  two leaders at once: ${overlaps.length === 0 ? 'never' : `${overlaps.length} times (a bug: please report it)`}, checked on every event`);
+  console.log(
+    `  tenures: ${elected.length}, terms ${terms.join(', ')}: ${increasing ? 'each greater than the last' : 'NOT increasing (a bug: please report it)'}`,
+  );
+  console.log(
+    `  renewals: ${count('renewed')}; fenced ledger writes accepted: ${count('fenced-write')}, refused: ${count('fenced-rejected')}`,
+  );
+  console.log(
+    `  two leaders at once: ${overlaps.length === 0 ? 'never' : `${overlaps.length} times (a bug: please report it)`}, checked on every event`,
+  );
   console.log(`\nthe database was ${file} (removed). To follow an election on your own database:`);
   console.log('  npx observe-leadership watch <db>    (in this repository: node dist/cli/main.js watch <db>)');
 }

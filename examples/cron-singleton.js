@@ -55,7 +55,10 @@ log(`worker ${process.pid} on ${file}, a task every ${every} ms`);
 const subscription = observeLeadership(db, { renewEvery: 1_000, expiresAfter: 3_000 })
   .pipe(
     // Every event but `error` has a term: the `type` tells TypeScript which one this is.
-    tap((event) => event.type !== 'renewed' && log(event.type === 'error' ? `error, ${event.error.code}` : `${event.type}, term ${event.term}`)),
+    tap(
+      (event) =>
+        event.type !== 'renewed' && log(event.type === 'error' ? `error, ${event.error.code}` : `${event.type}, term ${event.term}`),
+    ),
     whileLeader((lease) => periods().pipe(tap((period) => runOnce(lease, period)))),
   )
   .subscribe({

@@ -5,7 +5,22 @@
 // @ts-check: typed through JSDoc, checked by `tsc --checkJs` (spec/package.spec.ts)
 'use strict';
 const Database = require('better-sqlite3');
-const { BehaviorSubject, concatMap, defer, filter, finalize, fromEvent, interval, merge, share, switchMap, take, takeUntil, timer, tap } = require('rxjs');
+const {
+  BehaviorSubject,
+  concatMap,
+  defer,
+  filter,
+  finalize,
+  fromEvent,
+  interval,
+  merge,
+  share,
+  switchMap,
+  take,
+  takeUntil,
+  timer,
+  tap,
+} = require('rxjs');
 const { observeLeadership, whileLeader } = require('observe-leadership');
 
 const file = process.argv[2] ?? 'jobs.db';
@@ -19,7 +34,12 @@ const busy$ = new BehaviorSubject(false);
 // Done once asked to stop and no job is in flight.
 const done$ = shutdown$.pipe(
   tap(() => log(busy$.value ? 'stopping: no new job; waiting for the one in flight' : 'stopping')),
-  switchMap(() => busy$.pipe(filter((busy) => !busy), take(1))),
+  switchMap(() =>
+    busy$.pipe(
+      filter((busy) => !busy),
+      take(1),
+    ),
+  ),
 );
 
 let number = 0;
@@ -42,7 +62,12 @@ const job = (lease) =>
 log(`worker ${process.pid} campaigning on ${file}`);
 observeLeadership(db, { renewEvery: 1_000, expiresAfter: 3_000 })
   .pipe(
-    whileLeader((lease) => interval(100).pipe(takeUntil(shutdown$), concatMap(() => job(lease)))),
+    whileLeader((lease) =>
+      interval(100).pipe(
+        takeUntil(shutdown$),
+        concatMap(() => job(lease)),
+      ),
+    ),
     takeUntil(done$),
     finalize(() => {
       // The subscription has ended: the lease is released.

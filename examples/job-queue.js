@@ -58,7 +58,10 @@ log(`worker ${process.pid} campaigning on ${file}`);
 const subscription = observeLeadership(db, { renewEvery: 1_000, expiresAfter: 3_000 })
   .pipe(
     // Every event but `error` has a term: the `type` tells TypeScript which one this is.
-    tap((event) => event.type !== 'renewed' && log(event.type === 'error' ? `error, ${event.error.code}` : `${event.type}, term ${event.term}`)),
+    tap(
+      (event) =>
+        event.type !== 'renewed' && log(event.type === 'error' ? `error, ${event.error.code}` : `${event.type}, term ${event.term}`),
+    ),
     whileLeader((lease) => interval(200).pipe(concatMap(() => dispatch(lease)))),
   )
   .subscribe({

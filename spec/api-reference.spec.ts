@@ -15,7 +15,11 @@ describe('the API reference', () => {
       const typedoc = join(root, 'node_modules', 'typedoc', 'bin', 'typedoc');
       let output = '';
       try {
-        output = execFileSync(process.execPath, [typedoc, '--treatWarningsAsErrors', '--out', out], { cwd: root, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+        output = execFileSync(process.execPath, [typedoc, '--treatWarningsAsErrors', '--out', out], {
+          cwd: root,
+          encoding: 'utf8',
+          env: { ...process.env, NO_COLOR: '1' },
+        });
       } catch (error) {
         output = `${(error as { stdout: string }).stdout}${(error as { stderr: string }).stderr}`;
       }

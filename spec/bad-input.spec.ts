@@ -10,8 +10,13 @@ import { at } from './support/clock-reading';
 // leadership-config.spec.ts; a closed or read-only database and a table of another shape
 // are in observe-leadership.spec.ts. Here: odd databases and rows no valid writer makes.
 const timing = { renewEvery: 10, expiresAfter: 30, retryEvery: 4 };
-const elected = (holder: string, term: number, expiresAt: number): LeadershipEvent =>
-  ({ type: 'elected', slot: 0, holder, term, expiresAt });
+const elected = (holder: string, term: number, expiresAt: number): LeadershipEvent => ({
+  type: 'elected',
+  slot: 0,
+  holder,
+  term,
+  expiresAt,
+});
 const failedWith = (code: string) => expect.objectContaining({ name: 'LeadershipError', code });
 
 describe('bad input: databases and rows', () => {

@@ -56,7 +56,12 @@ async function strobe(clock: SteppedClock): Promise<void> {
  * `retryEvery` (a loaded machine, a rollback journal) reports `DATABASE_BUSY`: contention,
  * not a disturbance of who leads.
  */
-function expectUndisturbed(workers: readonly ChildWorker[], leader: ChildWorker, since: number, segments: ReturnType<typeof beliefSegments>) {
+function expectUndisturbed(
+  workers: readonly ChildWorker[],
+  leader: ChildWorker,
+  since: number,
+  segments: ReturnType<typeof beliefSegments>,
+) {
   const disturbances = workers
     .flatMap((w) => w.records)
     .filter((r) => (r.mono ?? 0) > since && ['elected', 'lost', 'error', 'terminated'].includes(r.type))
@@ -123,8 +128,7 @@ describe.each(['wal', 'delete'] as const)('on SQLite (%s), every candidate on a 
       leader.signal('SIGCONT');
       await eventually('the stopped leader learns it lost', () => leader.find('lost', (r) => (r.mono ?? 0) > (elected.mono as number)));
       expect(overlappingBeliefs(processes.history('monotonic'))).toEqual([]);
-    }),
-  );
+    }));
 });
 
 describe('on SQLite, a candidate in a time namespace of its own (its monotonic clock shifted)', () => {
@@ -134,7 +138,14 @@ describe('on SQLite, a candidate in a time namespace of its own (its monotonic c
   it('agrees with the others on when a lease ends: its stopped lease is taken a lease later, and it takes no live one', () =>
     processes.explain(async () => {
       // unshare runs the worker as its child (and kills it if unshare dies): signals go to the worker's own pid.
-      const shifted = processes.start('candidate', { ...timing, ledgerEvery: 100 }, ['unshare', '--time', '--monotonic', String(shift), '--fork', '--kill-child']);
+      const shifted = processes.start('candidate', { ...timing, ledgerEvery: 100 }, [
+        'unshare',
+        '--time',
+        '--monotonic',
+        String(shift),
+        '--fork',
+        '--kill-child',
+      ]);
       await processes.leaderAmong([shifted]);
       const { pid } = shifted.records[0];
       const others = [0, 1].map(() => processes.start('candidate', { ...timing, ledgerEvery: 100 }));
@@ -149,12 +160,15 @@ describe('on SQLite, a candidate in a time namespace of its own (its monotonic c
       await sleep(3 * timing.expiresAfter); // it follows a live lease now: it must leave it alone
       expect(shifted.leads).toBe(false);
       // Its own reports are on its shifted clock: put them back on the host's to compare.
-      const onHost = shifted.records.map((r) => ({ ...r, mono: (r.mono as number) - shift * 1_000, monoExpiresAt: r.monoExpiresAt && r.monoExpiresAt - shift * 1_000 }));
+      const onHost = shifted.records.map((r) => ({
+        ...r,
+        mono: (r.mono as number) - shift * 1_000,
+        monoExpiresAt: r.monoExpiresAt && r.monoExpiresAt - shift * 1_000,
+      }));
       const segments = [...beliefSegments(onHost, 'monotonic'), ...others.flatMap((w) => beliefSegments(w.records, 'monotonic'))];
       expect(overlappingBeliefs(segments)).toEqual([]);
       expect(count(others, 'elected')).toBe(1);
-    }),
-  );
+    }));
 });
 
 describe('on SQLite, a leader paused past its deadline', () => {
@@ -168,7 +182,8 @@ describe('on SQLite, a leader paused past its deadline', () => {
       await sleep(300);
       leader.signal('SIGSTOP');
       await eventually('the leader stopped', () => leader.stopped);
-      const beliefEnd = (leader.records.filter((r) => r.type === 'renewed' || r.type === 'elected').at(-1) as WorkerRecord).monoExpiresAt as number;
+      const beliefEnd = (leader.records.filter((r) => r.type === 'renewed' || r.type === 'elected').at(-1) as WorkerRecord)
+        .monoExpiresAt as number;
       await sleep(3 * timing.expiresAfter);
       leader.signal('SIGCONT');
       await eventually('the paused leader learns it lost', () => leader.find('lost'));
@@ -176,8 +191,7 @@ describe('on SQLite, a leader paused past its deadline', () => {
       const lateTicks = leader.records.filter((r) => r.type === 'tick' && (r.mono as number) > beliefEnd);
       expect(lateTicks).toEqual([]);
       expect(leader.records.filter((r) => r.type === 'tick').length).toBeGreaterThan(5);
-    }),
-  );
+    }));
 });
 
 describe('on PostgreSQL, a server whose clock steps', () => {
@@ -256,6 +270,5 @@ describe('on PostgreSQL, a server whose clock steps', () => {
       leader.signal('SIGCONT');
       await eventually('the stopped leader learns it lost', () => leader.find('lost', (r) => (r.mono ?? 0) > (elected.mono as number)));
       expect(overlappingBeliefs(segments())).toEqual([]);
-    }),
-  );
+    }));
 });

@@ -14,7 +14,9 @@ describe('the demo', () => {
     expect(output).toMatch(/without a leader after a graceful stop: \d+ ms/);
     // A killed leader is replaced before its lease ends; a paused one only after (never a negative figure).
     expect(output).toMatch(/without a leader after a crash: \d+ ms \(\d+ ms before its lease would have expired\)/);
-    expect(output).toMatch(/without a leader after a pause: \d+ ms \(\d+ ms after its lease expired; \w noticed its loss \d+ ms after resuming\)/);
+    expect(output).toMatch(
+      /without a leader after a pause: \d+ ms \(\d+ ms after its lease expired; \w noticed its loss \d+ ms after resuming\)/,
+    );
     expect(output).toContain('each greater than the last');
     expect(output).toContain('two leaders at once: never');
   }, 120_000);

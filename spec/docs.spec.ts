@@ -34,7 +34,9 @@ function codeBlocks(text: string): Array<{ info: string; line: number; code: str
   return blocks;
 }
 
-const all = documents().flatMap((document) => codeBlocks(readFileSync(join(root, document), 'utf8')).map((block) => ({ document, ...block })));
+const all = documents().flatMap((document) =>
+  codeBlocks(readFileSync(join(root, document), 'utf8')).map((block) => ({ document, ...block })),
+);
 
 // What the documentation shows must be what the package does: its TypeScript compiles
 // against the built package's types, and its commands name scripts and files that exist.
@@ -73,13 +75,25 @@ describe('code in README.md and docs/', () => {
     }
   };
 
-  it('type-checks every ```ts block against the built package, with this repository\'s TypeScript (```ts partial blocks excepted)', () => {
+  it("type-checks every ```ts block against the built package, with this repository's TypeScript (```ts partial blocks excepted)", () => {
     expect(tsBlocks.length).toBeGreaterThanOrEqual(5);
     const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
     const messages = compileBlocks(tsc, (project) => {
       writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'docs', private: true }));
       const files = tsBlocks.map((_, i) => `block-${i}.ts`);
-      return ['--noEmit', '--strict', '--module', 'node16', '--moduleResolution', 'node16', '--target', 'es2022', '--esModuleInterop', '--skipLibCheck', ...files];
+      return [
+        '--noEmit',
+        '--strict',
+        '--module',
+        'node16',
+        '--moduleResolution',
+        'node16',
+        '--target',
+        'es2022',
+        '--esModuleInterop',
+        '--skipLibCheck',
+        ...files,
+      ];
     });
     expect(messages).toBe('');
   }, 120_000);
@@ -99,10 +113,15 @@ describe('code in README.md and docs/', () => {
   }, 120_000);
 
   it('names, in every ```sh block, npm scripts and files of this repository that exist, and files of the package that it ships', () => {
-    const { scripts, files } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string>; files: string[] };
+    const { scripts, files } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+      files: string[];
+    };
     const commands = all
       .filter((block) => block.info === 'sh')
-      .flatMap((block) => block.code.split('\n').map((line) => ({ where: `${block.document}:${block.line}`, command: line.replace(/\s+#.*$/, '').trim() })))
+      .flatMap((block) =>
+        block.code.split('\n').map((line) => ({ where: `${block.document}:${block.line}`, command: line.replace(/\s+#.*$/, '').trim() })),
+      )
       .filter(({ command }) => command !== '');
     expect(commands.length).toBeGreaterThan(5);
     const missing = commands.flatMap(({ where, command }) => {
@@ -110,7 +129,10 @@ describe('code in README.md and docs/', () => {
       if (script) return scripts[script[1] ?? script[2]] === undefined ? [`${where}: ${command}`] : [];
       // A user of the package runs its files from node_modules: they must exist here, and ship.
       const shipped = /^node node_modules\/observe-leadership\/(\S+)/.exec(command);
-      if (shipped) return existsSync(join(root, shipped[1])) && files.some((folder) => shipped[1].startsWith(`${folder}/`)) ? [] : [`${where}: ${command}`];
+      if (shipped)
+        return existsSync(join(root, shipped[1])) && files.some((folder) => shipped[1].startsWith(`${folder}/`))
+          ? []
+          : [`${where}: ${command}`];
       const file = /^node (\S+)/.exec(command);
       if (file) return existsSync(join(root, file[1])) ? [] : [`${where}: ${command}`];
       return [];
@@ -120,7 +142,11 @@ describe('code in README.md and docs/', () => {
 
   it('links only to files and headings that exist', () => {
     /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
-    const slug = (heading: string) => heading.toLowerCase().replace(/[^\p{L}\p{N}_\- ]/gu, '').replace(/ /g, '-');
+    const slug = (heading: string) =>
+      heading
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N}_\- ]/gu, '')
+        .replace(/ /g, '-');
     const anchorsOf = (file: string) =>
       new Set(
         readFileSync(file, 'utf8')
@@ -138,7 +164,8 @@ describe('code in README.md and docs/', () => {
         const [path, anchor] = target.split('#');
         const file = path === '' ? join(root, document) : join(root, document, '..', path);
         if (!existsSync(file)) broken.push(`${document}: ${target} (no such file)`);
-        else if (anchor !== undefined && file.endsWith('.md') && !anchorsOf(file).has(anchor)) broken.push(`${document}: ${target} (no such heading)`);
+        else if (anchor !== undefined && file.endsWith('.md') && !anchorsOf(file).has(anchor))
+          broken.push(`${document}: ${target} (no such heading)`);
       }
     }
     expect(links).toBeGreaterThan(20);

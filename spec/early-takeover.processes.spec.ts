@@ -71,7 +71,12 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
          observeLeadership(db, { holder: 'thread' }).subscribe((event) => parentPort.postMessage(event));`,
         {
           eval: true,
-          workerData: { driver: require.resolve('better-sqlite3'), library: join(__dirname, '..', 'dist'), file: processes.database.file, journal },
+          workerData: {
+            driver: require.resolve('better-sqlite3'),
+            library: join(__dirname, '..', 'dist'),
+            file: processes.database.file,
+            journal,
+          },
         },
       );
       const events: Array<{ type: string; expiresAt?: number }> = [];
@@ -145,7 +150,10 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
       const first = await leaderAmong(candidates);
       await eventually('three standbys watching the leader', () => watcherCount(processes.database.file) === 3);
       await eventually('every candidate’s holder known', () => candidates.every((w) => w.holder));
-      const standbys = new Database(processes.database.file, { readonly: true }).prepare('SELECT holder FROM worker_leadership_standby').pluck().all();
+      const standbys = new Database(processes.database.file, { readonly: true })
+        .prepare('SELECT holder FROM worker_leadership_standby')
+        .pluck()
+        .all();
       const [poller] = candidates.filter((w) => w !== first && !standbys.includes(w.holder));
       for (const worker of candidates.filter((w) => w !== poller)) worker.signal('SIGKILL');
       await leaderAmong([poller]);

@@ -45,9 +45,15 @@ describe('examples', () => {
     await leader.shows(/health on/);
     const follower = run('healthz.js', String(second));
     await follower.shows(/health on/);
-    expect(await probe(first, '/healthz')).toMatchObject({ status: 200, report: { healthy: true, leading: true, candidates: [{ status: 'leading' }] } });
+    expect(await probe(first, '/healthz')).toMatchObject({
+      status: 200,
+      report: { healthy: true, leading: true, candidates: [{ status: 'leading' }] },
+    });
     expect((await probe(first, '/leader')).status).toBe(200);
-    expect(await probe(second, '/healthz')).toMatchObject({ status: 200, report: { healthy: true, leading: false, candidates: [{ status: 'following' }] } });
+    expect(await probe(second, '/healthz')).toMatchObject({
+      status: 200,
+      report: { healthy: true, leading: false, candidates: [{ status: 'following' }] },
+    });
     expect((await probe(second, '/leader')).status).toBe(503);
     leader.process.kill('SIGTERM');
     expect(await leader.exited).toBe(0);
@@ -55,7 +61,7 @@ describe('examples', () => {
     expect((await probe(second, '/leader')).status).toBe(200);
   });
 
-  it('follower-health.js answers a follower\'s probes: healthy while its reads succeed, /leader while somebody leads, and who', async () => {
+  it("follower-health.js answers a follower's probes: healthy while its reads succeed, /leader while somebody leads, and who", async () => {
     const probe = async (port: number, path: string) => {
       const response = await fetch(`http://127.0.0.1:${port}${path}`);
       return { status: response.status, report: (await response.json()) as LeaderHealthReport };
@@ -64,13 +70,23 @@ describe('examples', () => {
     const port = await freePort();
     const follower = run('follower-health.js', String(port));
     await follower.shows(/health on/);
-    expect(await probe(port, '/healthz')).toMatchObject({ status: 200, report: { healthy: true, led: false, watches: [{ status: 'watching', holder: null }] } });
+    expect(await probe(port, '/healthz')).toMatchObject({
+      status: 200,
+      report: { healthy: true, led: false, watches: [{ status: 'watching', holder: null }] },
+    });
     expect((await probe(port, '/leader')).status).toBe(503);
     const leader = run('print-events.js');
     await leader.shows(/elected {2}term 1/);
     await follower.shows(/leads, term 1/);
     const led = await probe(port, '/leader');
-    expect(led).toMatchObject({ status: 200, report: { healthy: true, led: true, watches: [{ status: 'watching', term: 1, holder: expect.any(String), since: expect.any(Number) }] } });
+    expect(led).toMatchObject({
+      status: 200,
+      report: {
+        healthy: true,
+        led: true,
+        watches: [{ status: 'watching', term: 1, holder: expect.any(String), since: expect.any(Number) }],
+      },
+    });
     leader.process.kill('SIGINT');
     await follower.shows(/nobody leads[\s\S]*nobody leads/); // at its start, then after the release
     expect((await probe(port, '/leader')).status).toBe(503);
@@ -138,7 +154,9 @@ describe('examples', () => {
       expect(new Set(terms).size).toBe(2);
       expect(terms).toEqual([...terms].sort((a, b) => a - b));
       expect(terms.length).toBeGreaterThanOrEqual(4);
-      const { rows: [last] } = await pool.query(`SELECT max(id) AS id FROM "${schema}".jobs WHERE done_by IS NOT NULL`);
+      const {
+        rows: [last],
+      } = await pool.query(`SELECT max(id) AS id FROM "${schema}".jobs WHERE done_by IS NOT NULL`);
       expect(last.id).toBe(terms.length);
     } finally {
       await drop();

@@ -64,10 +64,15 @@ describe('fenced', () => {
   it("rolls back and rethrows the work's own error as it is", () => {
     const failure = new Error('job failed');
     expect(() =>
-      fenced(db, held, () => {
-        addJob('half')();
-        throw failure;
-      }, scheduler),
+      fenced(
+        db,
+        held,
+        () => {
+          addJob('half')();
+          throw failure;
+        },
+        scheduler,
+      ),
     ).toThrow(failure);
     expect(jobs()).toEqual([]);
   });
@@ -101,7 +106,7 @@ describe('fenced', () => {
     expect(() => fenced(db, held, () => 1, scheduler)).toThrow(expect.objectContaining({ code: 'DATABASE_CLOSED' }));
   });
 
-  it('says which of its errors a job may skip: a lost lease, a transient one; not a closed database nor the work\'s own', () => {
+  it("says which of its errors a job may skip: a lost lease, a transient one; not a closed database nor the work's own", () => {
     const thrown = (run: () => unknown): unknown => {
       try {
         run();
@@ -113,7 +118,20 @@ describe('fenced', () => {
     expect(LeadershipError.isSkippable(thrown(() => fenced(db, { ...held, term: 2 }, addJob('x'), scheduler)))).toBe(true);
     expect(LeadershipError.isSkippable(new LeadershipError('DATABASE_BUSY', 'locked'))).toBe(true);
     expect(LeadershipError.isSkippable(new LeadershipError('DATABASE_ERROR', 'I/O'))).toBe(true);
-    expect(LeadershipError.isSkippable(thrown(() => fenced(db, held, () => { throw new Error('mine'); }, scheduler)))).toBe(false);
+    expect(
+      LeadershipError.isSkippable(
+        thrown(() =>
+          fenced(
+            db,
+            held,
+            () => {
+              throw new Error('mine');
+            },
+            scheduler,
+          ),
+        ),
+      ),
+    ).toBe(false);
     expect(LeadershipError.isSkippable('LEASE_LOST')).toBe(false);
     expect(LeadershipError.isSkippable({ code: 'LEASE_LOST' })).toBe(false);
     db.close();

@@ -14,11 +14,19 @@ describe('leadershipHealth', () => {
   it('calls a candidate that follows, or leads with a lease that stands, healthy; one past its lease stale', () => {
     const health = leadershipHealth();
     const recording = health.begin(candidate);
-    expect(health.check()).toEqual({ healthy: true, leading: false, candidates: [{ slot: 0, holder: 'a', status: 'following', healthy: true }] });
+    expect(health.check()).toEqual({
+      healthy: true,
+      leading: false,
+      candidates: [{ slot: 0, holder: 'a', status: 'following', healthy: true }],
+    });
     const expiresAt = Date.now() + 300;
     recording.record({ type: 'elected', slot: 0, holder: 'a', term: 1, expiresAt });
     expect(health.check()).toMatchObject({ healthy: true, leading: true, candidates: [{ status: 'leading' }] });
-    expect(health.check(expiresAt + 50)).toMatchObject({ healthy: false, leading: false, candidates: [{ status: 'stale', reason: 'its lease ended 50 ms ago' }] });
+    expect(health.check(expiresAt + 50)).toMatchObject({
+      healthy: false,
+      leading: false,
+      candidates: [{ status: 'stale', reason: 'its lease ended 50 ms ago' }],
+    });
     recording.record({ type: 'lost', slot: 0, holder: 'a', term: 1, reason: 'expired' });
     expect(health.check(expiresAt + 50)).toMatchObject({ healthy: true, candidates: [{ status: 'following' }] });
     recording.end();
@@ -79,11 +87,19 @@ describe('leaderHealth', () => {
     const watching = observeLeader(file.open({ readonly: true }), { instrument: health, pollEvery: 20 }).subscribe();
     try {
       const before = Date.now();
-      expect(health.check()).toEqual({ healthy: true, led: false, watches: [{ slot: 0, status: 'watching', healthy: true, holder: null, term: null, since: expect.any(Number) }] });
+      expect(health.check()).toEqual({
+        healthy: true,
+        led: false,
+        watches: [{ slot: 0, status: 'watching', healthy: true, holder: null, term: null, since: expect.any(Number) }],
+      });
       const candidate = observeLeadership(file.open(), { holder: 'a' }).subscribe();
       try {
         const led = await eventually('the leader seen', () => (health.check().led ? health.check() : undefined));
-        expect(led).toEqual({ healthy: true, led: true, watches: [{ slot: 0, status: 'watching', healthy: true, holder: 'a', term: 1, since: expect.any(Number) }] });
+        expect(led).toEqual({
+          healthy: true,
+          led: true,
+          watches: [{ slot: 0, status: 'watching', healthy: true, holder: 'a', term: 1, since: expect.any(Number) }],
+        });
         expect(led.watches[0].since).toBeGreaterThanOrEqual(before - 5);
         const since = led.watches[0].since;
         await new Promise((resolve) => setTimeout(resolve, 100)); // reads go on, the leader stays
@@ -124,7 +140,10 @@ describe('leaderHealth', () => {
     const failed = new Promise((resolve) => observeLeader(db, { instrument: health, pollEvery: 5 }).subscribe({ error: resolve }));
     db.close();
     await failed;
-    expect(health.check()).toMatchObject({ healthy: false, watches: [{ status: 'ended', reason: expect.stringMatching(/^DATABASE_CLOSED: /) }] });
+    expect(health.check()).toMatchObject({
+      healthy: false,
+      watches: [{ status: 'ended', reason: expect.stringMatching(/^DATABASE_CLOSED: /) }],
+    });
   });
 
   it('refuses, at once and in types, an instrument made for the other stream', () => {
@@ -132,11 +151,15 @@ describe('leaderHealth', () => {
     try {
       // @ts-expect-error: a candidate's health check cannot read what a watch emits
       expect(() => observeLeader(db, { instrument: leadershipHealth() })).toThrow(
-        new TypeError('Expected `instrument` to be an instrument for observeLeader (leaderHealth() or leaderMetrics()), got one for observeLeadership (leadershipHealth() or leadershipMetrics())'),
+        new TypeError(
+          'Expected `instrument` to be an instrument for observeLeader (leaderHealth() or leaderMetrics()), got one for observeLeadership (leadershipHealth() or leadershipMetrics())',
+        ),
       );
       // @ts-expect-error: nor the other way round
       expect(() => observeLeadership(db, { instrument: leaderHealth() })).toThrow(
-        new TypeError('Expected `instrument` to be an instrument for observeLeadership (leadershipHealth() or leadershipMetrics()), got one for observeLeader (leaderHealth() or leaderMetrics())'),
+        new TypeError(
+          'Expected `instrument` to be an instrument for observeLeadership (leadershipHealth() or leadershipMetrics()), got one for observeLeader (leaderHealth() or leaderMetrics())',
+        ),
       );
       // @ts-expect-error: in a list too
       expect(() => observeLeader(db, { instrument: [leaderMetrics(), leadershipMetrics()] })).toThrow(/got one for observeLeadership/);

@@ -23,7 +23,12 @@ describe('observeLeadership config', () => {
     ['holder', 'h'.repeat(257), RangeError, `got \`"${'h'.repeat(40)}…"\` (string)`],
     ['holder', 42, TypeError, 'got `42` (number)'],
     ['scheduler', {}, TypeError, 'Expected `scheduler` to be a SchedulerLike, got `Object` (object)'],
-    ['instrument', {}, TypeError, 'Expected `instrument` to be an instrument with a begin method (leadershipHealth() or leadershipMetrics(), say), got `Object` (object)'],
+    [
+      'instrument',
+      {},
+      TypeError,
+      'Expected `instrument` to be an instrument with a begin method (leadershipHealth() or leadershipMetrics(), say), got `Object` (object)',
+    ],
   ])('refuses %s = %p with a %p that says what it expected', (field, value, kind, message) => {
     expect(attempt({ [field]: value })).toThrow(kind);
     expect(attempt({ [field]: value })).toThrow(message);

@@ -38,11 +38,15 @@ describe.each([
       }
       holder.exec('COMMIT');
       const delays = await Promise.all(workers.map(loopDelay));
-      const next = await eventually('a leader after the lock', () => workers.find((w) => w.leads && (w.last('elected')?.at ?? 0) > lockedAt));
+      const next = await eventually('a leader after the lock', () =>
+        workers.find((w) => w.leads && (w.last('elected')?.at ?? 0) > lockedAt),
+      );
 
       // The leader could not renew: lost at the end of the lease it last wrote, not 5 s later.
       const lost = leader.records.find((r) => r.type === 'lost' && r.at > lockedAt)!;
-      const lastBelief = Math.max(...leader.records.filter((r) => r.mono! < lost.mono! && r.monoExpiresAt !== undefined).map((r) => r.monoExpiresAt!));
+      const lastBelief = Math.max(
+        ...leader.records.filter((r) => r.mono! < lost.mono! && r.monoExpiresAt !== undefined).map((r) => r.monoExpiresAt!),
+      );
       expect(lost).toMatchObject({ reason: 'expired' });
       // Not before it either: the report's two readings of the clocks differ by under a ms.
       expect(lost.mono! - lastBelief).toBeGreaterThan(-1);

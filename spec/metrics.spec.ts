@@ -51,7 +51,11 @@ describe.each(['delete', 'wal'] as const)('metrics through OpenTelemetry, scrape
     instrument ??= leadershipMetrics({ meter: provider.getMeter('spec'), attributes: { 'service.name': 'jobs' } });
     const subscription = observeLeadership(file.open(), { ...timing, holder, instrument }).subscribe((event) => events.push(event));
     subscriptions.push(subscription);
-    return { subscription, leads: () => events.filter((e) => e.type === 'elected' || e.type === 'lost').at(-1)?.type === 'elected', events };
+    return {
+      subscription,
+      leads: () => events.filter((e) => e.type === 'elected' || e.type === 'lost').at(-1)?.type === 'elected',
+      events,
+    };
   };
 
   it('shows per slot whether this process leads, its term, elections, losses and renewal latency, each from its zero; after a handoff they move', async () => {
@@ -65,8 +69,8 @@ describe.each(['delete', 'wal'] as const)('metrics through OpenTelemetry, scrape
     expect(sample(before, 'leadership_candidates', { leadership_slot: 0 })).toBe(2);
     expect(sample(before, 'leadership_term', { leadership_slot: 0 })).toBe(1);
     expect(sample(before, 'leadership_elections_total', { leadership_slot: 0 })).toBe(1);
-    expect(sample(before, 'leadership_losses_total', { 'leadership_loss_reason': 'expired' })).toBe(0);
-    expect(sample(before, 'leadership_losses_total', { 'leadership_loss_reason': 'superseded' })).toBe(0);
+    expect(sample(before, 'leadership_losses_total', { leadership_loss_reason: 'expired' })).toBe(0);
+    expect(sample(before, 'leadership_losses_total', { leadership_loss_reason: 'superseded' })).toBe(0);
     // Timed finer than a millisecond (a renewal of a local file in WAL takes tens of µs),
     // with buckets from 10 µs to show it.
     const renewals = sample(before, 'leadership_renewal_duration_count', { leadership_slot: 0 }) as number;

@@ -30,7 +30,10 @@ function promtool(...args: string[]): { ok: boolean; output: string } {
 // tests with synthetic series (Debian's prometheus package brings promtool; .ci/run installs it).
 describe('the alert rules, docs/monitoring/leadership.rules.yml', () => {
   it('pass promtool check rules', () => {
-    expect(promtool('check', 'rules', 'leadership.rules.yml')).toEqual({ ok: true, output: expect.stringContaining('SUCCESS: 9 rules found') });
+    expect(promtool('check', 'rules', 'leadership.rules.yml')).toEqual({
+      ok: true,
+      output: expect.stringContaining('SUCCESS: 9 rules found'),
+    });
   });
 
   it('pass their unit tests: every way a slot goes without a leader, and flapping by long-lived and by restarted workers', () => {
@@ -68,7 +71,11 @@ class PrometheusServer {
     );
     this.process = spawn(
       'prometheus',
-      [`--config.file=${join(this.folder, 'prometheus.yml')}`, `--storage.tsdb.path=${join(this.folder, 'data')}`, `--web.listen-address=127.0.0.1:${this.port}`],
+      [
+        `--config.file=${join(this.folder, 'prometheus.yml')}`,
+        `--storage.tsdb.path=${join(this.folder, 'data')}`,
+        `--web.listen-address=127.0.0.1:${this.port}`,
+      ],
       { cwd: this.folder, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     this.process.stdout!.on('data', (chunk) => (this.output += chunk));
@@ -90,7 +97,11 @@ class PrometheusServer {
 
   async query(expr: string): Promise<Array<{ metric: Record<string, string>; value: [number, string] }>> {
     const response = await fetch(`http://127.0.0.1:${this.port}/api/v1/query?query=${encodeURIComponent(expr)}`);
-    const body = (await response.json()) as { status: string; error?: string; data: { result: Array<{ metric: Record<string, string>; value: [number, string] }> } };
+    const body = (await response.json()) as {
+      status: string;
+      error?: string;
+      data: { result: Array<{ metric: Record<string, string>; value: [number, string] }> };
+    };
     if (body.status !== 'success') throw new Error(`${expr}: ${body.error}`);
     return body.data.result;
   }
@@ -144,26 +155,41 @@ describe('a real Prometheus, scraping real workers, with the rules loaded', () =
   };
   afterAll(stopWatch);
 
-  const metricsPort = (worker: WorkerProcess) => eventually(`${worker.name}'s metrics endpoint`, () => (worker.records.find((r) => r.type === 'metrics') as { port?: number } | undefined)?.port);
+  const metricsPort = (worker: WorkerProcess) =>
+    eventually(
+      `${worker.name}'s metrics endpoint`,
+      () => (worker.records.find((r) => r.type === 'metrics') as { port?: number } | undefined)?.port,
+    );
   /** Scrapes every worker started so far, dead ones too: a target that dies stays listed, as under service discovery. */
   const scrapeAll = async () =>
-    prometheus.targets([...(watch ? [watch.address] : []), ...(await Promise.all(cluster.processes.map(async (w) => `127.0.0.1:${await metricsPort(w)}`)))]);
+    prometheus.targets([
+      ...(watch ? [watch.address] : []),
+      ...(await Promise.all(cluster.processes.map(async (w) => `127.0.0.1:${await metricsPort(w)}`))),
+    ]);
   /** Waits for `alert` to fire; if it never does, the failure shows what `shows` queried last. */
   const firing = async (alert: string, shows?: string) => {
     try {
       await eventually(`${alert} firing`, async () => (await prometheus.firing()).includes(alert) || undefined, 60_000);
     } catch (error) {
       const seen = shows === undefined ? [] : await prometheus.query(shows);
-      throw new Error(`${(error as Error).message}; ${shows} was ${JSON.stringify(seen.map((s) => [s.metric, s.value[1]]))}`, { cause: error });
+      throw new Error(`${(error as Error).message}; ${shows} was ${JSON.stringify(seen.map((s) => [s.metric, s.value[1]]))}`, {
+        cause: error,
+      });
     }
   };
 
   it('answers every query of the Grafana dashboard, and fires for flapping by restarted workers, for candidates that all stepped down, and for workers that all died', async () => {
-    cluster = new Cluster('candidate', { renewEvery: 200, expiresAfter: 1_000, retryEvery: 200 }, folder, 'wal', undefined, [], { metrics: true });
+    cluster = new Cluster('candidate', { renewEvery: 200, expiresAfter: 1_000, retryEvery: 200 }, folder, 'wal', undefined, [], {
+      metrics: true,
+    });
     await cluster.start(3);
     await startWatch();
     await scrapeAll();
-    await eventually('every worker scraped', async () => ((await prometheus.query('leadership_candidates == 1')).length === 3 ? true : undefined), 30_000);
+    await eventually(
+      'every worker scraped',
+      async () => ((await prometheus.query('leadership_candidates == 1')).length === 3 ? true : undefined),
+      30_000,
+    );
     // Nothing fires once every worker was scraped (LeadershipAbsent does until the first scrape).
     await eventually('no alert firing', async () => ((await prometheus.firing()).length === 0 ? true : undefined), 30_000);
 
@@ -184,7 +210,9 @@ describe('a real Prometheus, scraping real workers, with the rules loaded', () =
     await firing('LeadershipWorkerDown'); // the killed ones, still listed
 
     // Every panel of the dashboard queries series that exist.
-    const dashboard = JSON.parse(readFileSync(join(monitoring, 'grafana-dashboard.json'), 'utf8')) as { panels: Array<{ title: string; targets: Array<{ expr: string }> }> };
+    const dashboard = JSON.parse(readFileSync(join(monitoring, 'grafana-dashboard.json'), 'utf8')) as {
+      panels: Array<{ title: string; targets: Array<{ expr: string }> }>;
+    };
     const empty: string[] = [];
     for (const panel of dashboard.panels) {
       for (const { expr } of panel.targets) {

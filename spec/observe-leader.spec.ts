@@ -58,9 +58,13 @@ describe('observeLeader', () => {
   });
 
   it('refuses bad config at once, naming the field', () => {
-    expect(() => observeLeader(db, { pollEvery: 0 })).toThrow('Expected `pollEvery` to be an integer from 1 to 2147483647, got `0` (number)');
+    expect(() => observeLeader(db, { pollEvery: 0 })).toThrow(
+      'Expected `pollEvery` to be an integer from 1 to 2147483647, got `0` (number)',
+    );
     expect(() => observeLeader(db, { slot: -1 })).toThrow(RangeError);
-    expect(() => observeLeader(db, { poll: 5 } as never)).toThrow('Expected `config` to be an object with only slot, pollEvery, scheduler, instrument, got `"poll"` (string)');
+    expect(() => observeLeader(db, { poll: 5 } as never)).toThrow(
+      'Expected `config` to be an object with only slot, pollEvery, scheduler, instrument, got `"poll"` (string)',
+    );
     expect(() => observeLeader({} as never)).toThrow('Expected `db` to be a better-sqlite3 Database');
   });
 
@@ -68,7 +72,11 @@ describe('observeLeader', () => {
     const scheduler = virtualTime();
     scheduler.run(({ cold, expectObservable }) => {
       cold('10ms a').subscribe(() => db.close());
-      expectObservable(observeLeader(db, { pollEvery: 4, scheduler }), '^ 50ms !').toBe('a 11ms #', { a: nobody }, expect.objectContaining({ code: 'DATABASE_CLOSED' }));
+      expectObservable(observeLeader(db, { pollEvery: 4, scheduler }), '^ 50ms !').toBe(
+        'a 11ms #',
+        { a: nobody },
+        expect.objectContaining({ code: 'DATABASE_CLOSED' }),
+      );
     });
   });
 

@@ -92,9 +92,7 @@ describe.each(['wal', 'delete'] as const)('observeLeadership across processes, j
       paused.send('fenced-write'); // with its old lease, whatever its timers did first
 
       const oldTerm = paused.last('elected')!.term!;
-      const rejected = await eventually('the old leader’s write rejected', () =>
-        paused.find('fenced-rejected', (r) => r.term === oldTerm),
-      );
+      const rejected = await eventually('the old leader’s write rejected', () => paused.find('fenced-rejected', (r) => r.term === oldTerm));
       expect(rejected.code).toBe('LEASE_LOST');
       await eventually('the old leader’s lost', () => paused.find('lost'));
       // Superseded when its renewal after the pause finds the slot taken; expired when the pause
@@ -102,7 +100,11 @@ describe.each(['wal', 'delete'] as const)('observeLeadership across processes, j
       expect(['superseded', 'expired']).toContain(paused.find('lost')!.reason);
 
       // A read waits for the writers' locks (outside WAL mode a commit keeps readers out for a moment).
-      const ledger = processes.database.open({ timeout: 5_000 }).prepare('SELECT term FROM chaos_ledger ORDER BY id').pluck().all() as number[];
+      const ledger = processes.database
+        .open({ timeout: 5_000 })
+        .prepare('SELECT term FROM chaos_ledger ORDER BY id')
+        .pluck()
+        .all() as number[];
       const newTerm = next.find('elected')!.term!;
       expect(newTerm).toBeGreaterThan(oldTerm);
       expect(ledger.slice(ledger.indexOf(newTerm))).not.toContain(oldTerm);

@@ -7,14 +7,28 @@ import { temporaryDatabase, TemporaryDatabase } from './support/temporary-databa
 
 const timing = { renewEvery: 10, expiresAfter: 30, retryEvery: 4 };
 
-const elected = (holder: string, term: number, expiresAt: number): LeadershipEvent =>
-  ({ type: 'elected', slot: 0, holder, term, expiresAt });
-const renewed = (holder: string, term: number, expiresAt: number): LeadershipEvent =>
-  ({ type: 'renewed', slot: 0, holder, term, expiresAt });
+const elected = (holder: string, term: number, expiresAt: number): LeadershipEvent => ({
+  type: 'elected',
+  slot: 0,
+  holder,
+  term,
+  expiresAt,
+});
+const renewed = (holder: string, term: number, expiresAt: number): LeadershipEvent => ({
+  type: 'renewed',
+  slot: 0,
+  holder,
+  term,
+  expiresAt,
+});
 const lost = (holder: string, term: number, reason: string): LeadershipEvent =>
   ({ type: 'lost', slot: 0, holder, term, reason }) as LeadershipEvent;
-const busy = (holder: string): LeadershipEvent =>
-  ({ type: 'error', slot: 0, holder, error: expect.objectContaining({ code: 'DATABASE_BUSY' }) });
+const busy = (holder: string): LeadershipEvent => ({
+  type: 'error',
+  slot: 0,
+  holder,
+  error: expect.objectContaining({ code: 'DATABASE_BUSY' }),
+});
 const failedWith = (code: string) => expect.objectContaining({ name: 'LeadershipError', code });
 
 describe('observeLeadership', () => {
@@ -28,7 +42,7 @@ describe('observeLeadership', () => {
 
   it('is cold: nothing touches the database before subscribe', () => {
     observeLeadership(db, timing);
-    expect(db.prepare("SELECT name FROM sqlite_master").all()).toEqual([]);
+    expect(db.prepare('SELECT name FROM sqlite_master').all()).toEqual([]);
   });
 
   it('elects a lone candidate at once and renews every renewEvery, each lease ending expiresAfter later', () => {

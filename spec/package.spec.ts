@@ -24,7 +24,9 @@ describe('the package, installed in a fresh project', () => {
 
   beforeAll(() => {
     folder = mkdtempSync(join(tmpdir(), 'observe-leadership-package-'));
-    const [packed] = JSON.parse(execFileSync(npm, ['pack', '--json', '--pack-destination', folder], { cwd: root, encoding: 'utf8' })) as Array<{
+    const [packed] = JSON.parse(
+      execFileSync(npm, ['pack', '--json', '--pack-destination', folder], { cwd: root, encoding: 'utf8' }),
+    ) as Array<{
       filename: string;
       files: Array<{ path: string }>;
     }>;
@@ -32,10 +34,14 @@ describe('the package, installed in a fresh project', () => {
     project = join(folder, 'consumer');
     mkdirSync(join(project, 'node_modules'), { recursive: true });
     writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
-    execFileSync(npm, ['install', join(folder, packed.filename), '--prefer-offline', '--no-audit', '--no-fund', '--legacy-peer-deps', '--no-package-lock'], {
-      cwd: project,
-      stdio: 'pipe',
-    });
+    execFileSync(
+      npm,
+      ['install', join(folder, packed.filename), '--prefer-offline', '--no-audit', '--no-fund', '--legacy-peer-deps', '--no-package-lock'],
+      {
+        cwd: project,
+        stdio: 'pipe',
+      },
+    );
     // After the install, which removes what its package.json does not name; one link per
     // package, never a folder of ours that npm could empty.
     mkdirSync(join(project, 'node_modules', '@types'));
@@ -52,7 +58,18 @@ describe('the package, installed in a fresh project', () => {
   /** What a strict TypeScript consumer's compiler says of `file` ('' when it compiles). */
   const compile = (file: string) => {
     const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-    const options = ['--noEmit', '--strict', '--module', 'node16', '--moduleResolution', 'node16', '--target', 'es2022', '--esModuleInterop', file];
+    const options = [
+      '--noEmit',
+      '--strict',
+      '--module',
+      'node16',
+      '--moduleResolution',
+      'node16',
+      '--target',
+      'es2022',
+      '--esModuleInterop',
+      file,
+    ];
     try {
       return execFileSync(process.execPath, [tsc, ...options], { cwd: project, encoding: 'utf8' });
     } catch (error) {
@@ -73,10 +90,25 @@ describe('the package, installed in a fresh project', () => {
     // Each says it is checked, so that an editor checks it too.
     expect(examples.filter((name) => !readFileSync(join(installed, name), 'utf8').includes('// @ts-check'))).toEqual([]);
     const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-    const options = ['--noEmit', '--allowJs', '--checkJs', '--strict', '--module', 'node16', '--moduleResolution', 'node16', '--target', 'es2022', '--skipLibCheck'];
+    const options = [
+      '--noEmit',
+      '--allowJs',
+      '--checkJs',
+      '--strict',
+      '--module',
+      'node16',
+      '--moduleResolution',
+      'node16',
+      '--target',
+      'es2022',
+      '--skipLibCheck',
+    ];
     let messages = '';
     try {
-      execFileSync(process.execPath, [tsc, ...options, ...examples.map((name) => join(installed, name))], { cwd: project, encoding: 'utf8' });
+      execFileSync(process.execPath, [tsc, ...options, ...examples.map((name) => join(installed, name))], {
+        cwd: project,
+        encoding: 'utf8',
+      });
     } catch (error) {
       messages = (error as { stdout: string }).stdout;
     }
@@ -98,7 +130,11 @@ describe('the package, installed in a fresh project', () => {
       ['follower-health.js', [file, String(await freePort())], /health on http/],
       ['postgres-job-queue.js', [testDatabaseUrl(), schema], /did job 1 \(term \d+\)/],
     ];
-    expect(runs.map(([name]) => name).sort()).toEqual(readdirSync(installed).filter((name) => name.endsWith('.js')).sort());
+    expect(runs.map(([name]) => name).sort()).toEqual(
+      readdirSync(installed)
+        .filter((name) => name.endsWith('.js'))
+        .sort(),
+    );
     try {
       for (const [name, args, works] of runs) {
         const example = new SpawnedScript(join(installed, name), args, {}, project);
@@ -138,7 +174,9 @@ describe('the package, installed in a fresh project', () => {
        console.log(missing ? 'no @opentelemetry/api' : 'found @opentelemetry/api');
        ${electOnce("'main entry'")}`,
     );
-    expect(execFileSync(process.execPath, ['no-otel.cjs'], { cwd: project, encoding: 'utf8' })).toBe('no @opentelemetry/api\nmain entry elected packaged\n');
+    expect(execFileSync(process.execPath, ['no-otel.cjs'], { cwd: project, encoding: 'utf8' })).toBe(
+      'no @opentelemetry/api\nmain entry elected packaged\n',
+    );
     writeFileSync(
       join(project, 'otel.cjs'),
       `const Database = require('better-sqlite3');
@@ -148,7 +186,9 @@ describe('the package, installed in a fresh project', () => {
        const db = new Database(':memory:');
        observeLeadership(db, { holder: 'packaged', instrument: leadershipMetrics() }).pipe(take(1)).subscribe((event) => console.log('metrics', event.type));`,
     );
-    expect(() => execFileSync(process.execPath, ['otel.cjs'], { cwd: project, stdio: 'pipe' })).toThrow(/Cannot find module '@opentelemetry\/api'/);
+    expect(() => execFileSync(process.execPath, ['otel.cjs'], { cwd: project, stdio: 'pipe' })).toThrow(
+      /Cannot find module '@opentelemetry\/api'/,
+    );
     symlinkSync(join(root, 'node_modules', '@opentelemetry'), join(project, 'node_modules', '@opentelemetry'));
     try {
       expect(execFileSync(process.execPath, ['otel.cjs'], { cwd: project, encoding: 'utf8' })).toBe('metrics elected\n');
@@ -223,7 +263,9 @@ describe('the package, installed in a fresh project', () => {
     const command = join(project, 'node_modules', '.bin', 'observe-leadership');
     expect(execFileSync(command, ['--help'], { encoding: 'utf8' })).toContain('usage: observe-leadership');
     const file = join(folder, 'npx.db');
-    expect(execFileSync(npx, ['--no-install', 'observe-leadership', 'init', file], { cwd: project, encoding: 'utf8' })).toBe(`created: ${file}, with the lease tables (journal_mode delete)\n`);
+    expect(execFileSync(npx, ['--no-install', 'observe-leadership', 'init', file], { cwd: project, encoding: 'utf8' })).toBe(
+      `created: ${file}, with the lease tables (journal_mode delete)\n`,
+    );
   });
 
   // README's worker, pasted unchanged into a new user's project: an ES module package with

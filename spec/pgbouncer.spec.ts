@@ -34,7 +34,10 @@ describe.each(['transaction', 'session'] as const)('observeLeadership through Pg
   afterEach(async () => {
     warn.mockRestore();
     subscriptions.forEach((subscription) => subscription.unsubscribe());
-    for (const pool of pools) await postgresLeaseStore(pool, { schema: test.schema }).settled().catch(() => undefined);
+    for (const pool of pools)
+      await postgresLeaseStore(pool, { schema: test.schema })
+        .settled()
+        .catch(() => undefined);
     await Promise.all(pools.map((pool) => pool.end()));
     await test.drop();
   });
@@ -54,7 +57,9 @@ describe.each(['transaction', 'session'] as const)('observeLeadership through Pg
     return last?.type === 'elected' ? last : undefined;
   };
   const ownWarnings = () =>
-    warn.mock.calls.filter(([, options]) => (options as { code?: string } | undefined)?.code === 'OBSERVE_LEADERSHIP_NO_NOTIFICATIONS').map(([message]) => String(message));
+    warn.mock.calls
+      .filter(([, options]) => (options as { code?: string } | undefined)?.code === 'OBSERVE_LEADERSHIP_NO_NOTIFICATIONS')
+      .map(([message]) => String(message));
 
   it('elects one leader, hands over with a larger term, and fences the deposed leader out', async () => {
     const candidates = ['a', 'b', 'c'].map(candidate);
@@ -69,7 +74,9 @@ describe.each(['transaction', 'session'] as const)('observeLeadership through Pg
     const next = await eventually('the next leader', () => candidates.find((c) => c !== first && c.leads()));
     const nextLease = next.leads() as LeadershipEvent & { type: 'elected' };
     expect(nextLease.term).toBeGreaterThan(lease.term);
-    await expect(fenced(first.store, lease, (client) => client.query(`INSERT INTO "${test.schema}".ledger VALUES ($1)`, [lease.term]))).rejects.toMatchObject({
+    await expect(
+      fenced(first.store, lease, (client) => client.query(`INSERT INTO "${test.schema}".ledger VALUES ($1)`, [lease.term])),
+    ).rejects.toMatchObject({
       code: 'LEASE_LOST',
     });
     const { rows } = await test.pool.query(`SELECT term FROM "${test.schema}".ledger`);

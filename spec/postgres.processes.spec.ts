@@ -41,7 +41,8 @@ describe('observeLeadership on PostgreSQL across processes', () => {
   };
   const leaderAmong = (candidates: ChildWorker[]) => eventually('a leader', () => candidates.find((w) => w.leads));
   const count = (worker: ChildWorker, type: string) => worker.records.filter((record) => record.type === type).length;
-  const leaseRow = async () => (await pool.query(`SELECT holder, term, expires_at FROM "${schema}".worker_leadership WHERE slot = 0`)).rows[0];
+  const leaseRow = async () =>
+    (await pool.query(`SELECT holder, term, expires_at FROM "${schema}".worker_leadership WHERE slot = 0`)).rows[0];
 
   // Print what every worker said when a test fails, so that a failure can be read.
   const explain = async (test: () => Promise<void>) => {

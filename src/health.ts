@@ -124,7 +124,8 @@ export function leadershipHealth(options: LeadershipHealthOptions = {}): Leaders
       if (ended !== undefined) return of('ended', false, ended);
       const streak = errorsSince !== undefined && lastError !== undefined && now - lastError.at <= candidate.quiet;
       if (streak && now - errorsSince >= failingAfter) return of('failing', false, lastError.reason);
-      if (expiresAt !== undefined) return now <= expiresAt ? of('leading', true) : of('stale', false, `its lease ended ${now - expiresAt} ms ago`);
+      if (expiresAt !== undefined)
+        return now <= expiresAt ? of('leading', true) : of('stale', false, `its lease ended ${now - expiresAt} ms ago`);
       return of('following', true);
     });
     return { healthy: candidates.every((c) => c.healthy), leading: candidates.some((c) => c.status === 'leading'), candidates };
@@ -251,7 +252,8 @@ export function leaderHealth(options: LeaderHealthOptions = {}): LeaderHealth {
       const seen = { holder, term, since };
       if (ended !== undefined) return { slot, status: 'ended', healthy: false, reason: ended, ...seen };
       const now = at ?? watch.now();
-      if (failingSince !== undefined && now - failingSince >= failingAfter) return { slot, status: 'failing', healthy: false, reason: lastError as string, ...seen };
+      if (failingSince !== undefined && now - failingSince >= failingAfter)
+        return { slot, status: 'failing', healthy: false, reason: lastError as string, ...seen };
       return { slot, status: 'watching', healthy: true, ...seen };
     });
     return { healthy: watches.every((w) => w.healthy), led: watches.length > 0 && watches.every((w) => w.holder !== null), watches };

@@ -101,7 +101,8 @@ const instrumentsOf = {
  */
 export function expectInstrument(value: unknown, stream: keyof typeof instrumentsOf): void {
   const each = Array.isArray(value) ? value : value === undefined ? [] : [value];
-  if (each.length === 0 && value !== undefined) throw argumentError(TypeError, 'instrument', 'an instrument or a non-empty list of them', value);
+  if (each.length === 0 && value !== undefined)
+    throw argumentError(TypeError, 'instrument', 'an instrument or a non-empty list of them', value);
   for (const instrument of each) {
     if (typeof (instrument as { begin?: unknown } | null)?.begin !== 'function') {
       throw argumentError(TypeError, 'instrument', `an instrument with a begin method (${instrumentsOf[stream]}, say)`, value);
@@ -109,7 +110,9 @@ export function expectInstrument(value: unknown, stream: keyof typeof instrument
     const made = (instrument as { for?: unknown }).for;
     if (made !== undefined && made !== stream) {
       const other = typeof made === 'string' && made in instrumentsOf ? ` (${instrumentsOf[made as keyof typeof instrumentsOf]})` : '';
-      throw new TypeError(`Expected \`instrument\` to be an instrument for ${stream} (${instrumentsOf[stream]}), got one for ${String(made)}${other}`);
+      throw new TypeError(
+        `Expected \`instrument\` to be an instrument for ${stream} (${instrumentsOf[stream]}), got one for ${String(made)}${other}`,
+      );
     }
   }
 }

@@ -77,15 +77,7 @@ const knownOptions = ['renewEvery', 'expiresAfter', 'retryEvery', 'slot', 'holde
 /** Checks `config` once, up front, and throws a `TypeError` or `RangeError` naming the field. */
 export function resolveLeadershipConfig(config: LeadershipConfig = {}): ResolvedLeadershipConfig {
   expectConfig(config, knownOptions);
-  const {
-    renewEvery = 30_000,
-    expiresAfter = 60_000,
-    retryEvery = 1_000,
-    slot = 0,
-    holder,
-    scheduler,
-    instrument,
-  } = config;
+  const { renewEvery = 30_000, expiresAfter = 60_000, retryEvery = 1_000, slot = 0, holder, scheduler, instrument } = config;
 
   expectInteger('renewEvery', renewEvery, 1, MAX_DELAY);
   expectInteger('expiresAfter', expiresAfter, 2, MAX_DELAY);

@@ -18,7 +18,9 @@ describe('npm run bench -- --smoke', () => {
 
       const results = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as {
         comparisons: Comparison[];
-        postgres: Record<'handoff' | 'takeover' | 'takeoverPastExpiry' | 'coldStart', Comparison['ours']> & { pgbouncer: Record<'transaction' | 'session', Comparison['ours']> };
+        postgres: Record<'handoff' | 'takeover' | 'takeoverPastExpiry' | 'coldStart', Comparison['ours']> & {
+          pgbouncer: Record<'transaction' | 'session', Comparison['ours']>;
+        };
         fleet: FleetResult;
         idle: Array<IdleRun & { journal: string; kind: string }>;
         statements: Record<string, unknown>;
@@ -37,7 +39,14 @@ describe('npm run bench -- --smoke', () => {
       }
       // The same trials on PostgreSQL (this run's server, through the environment).
       const { pgbouncer } = results.postgres;
-      for (const trials of [results.postgres.handoff, results.postgres.takeover, results.postgres.takeoverPastExpiry, results.postgres.coldStart, pgbouncer.transaction, pgbouncer.session]) {
+      for (const trials of [
+        results.postgres.handoff,
+        results.postgres.takeover,
+        results.postgres.takeoverPastExpiry,
+        results.postgres.coldStart,
+        pgbouncer.transaction,
+        pgbouncer.session,
+      ]) {
         expect(Number.isFinite(trials.p50)).toBe(true);
       }
       // The fleet, tiny: processes on two network-namespace hosts, one connection each, one leader at a time.

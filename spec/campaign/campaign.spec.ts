@@ -51,7 +51,12 @@ describe('Campaign', () => {
         0,
         'b',
         timing,
-        { next: (event) => seen.push([scheduler.now(), event.type]), error: (error) => { throw error; } },
+        {
+          next: (event) => seen.push([scheduler.now(), event.type]),
+          error: (error) => {
+            throw error;
+          },
+        },
         scheduler,
       );
       campaign.start();
@@ -71,7 +76,13 @@ describe('Campaign', () => {
     const seen = campaignOfB({ 10: () => (releaseX(), [1, 2, 3].forEach(() => notify?.('anywhere', 'release'))) });
     expect(seen).toEqual([[10, 'elected']]);
     expect(acquire).toHaveBeenCalledTimes(2); // at 0, and once at 10: the later changes find it leading
-    expect(acquire).toHaveBeenLastCalledWith(0, 'b', expect.objectContaining({ now: 10 }), 90, expect.objectContaining({ waitForLock: false }));
+    expect(acquire).toHaveBeenLastCalledWith(
+      0,
+      'b',
+      expect.objectContaining({ now: 10 }),
+      90,
+      expect.objectContaining({ waitForLock: false }),
+    );
   });
 
   it('steps aside without an error event when a crowd attempt finds the lock taken, and tries again a few ms later', () => {
@@ -115,7 +126,10 @@ describe('Campaign', () => {
     const renew = jest.spyOn(store, 'renew');
     const acquire = jest.spyOn(store, 'acquire');
     const seen = campaignOfB({ 10: () => (releaseX(), notify?.('here', 'release')), 20: () => notify?.('here', 'release') }, 60);
-    expect(seen).toEqual([[10, 'elected'], [40, 'renewed']]);
+    expect(seen).toEqual([
+      [10, 'elected'],
+      [40, 'renewed'],
+    ]);
     expect(acquire).toHaveBeenCalledTimes(2);
     expect(renew).toHaveBeenCalledTimes(1);
   });
@@ -141,7 +155,13 @@ describe('Campaign', () => {
       // x's lease runs until 100; the proof comes at 10.
       expect(campaignOfB({ 10: () => watched[0].onEnded() })).toEqual([[10, 'elected']]);
       expect(watched.map(({ lease }) => lease)).toEqual([{ slot: 0, holder: 'x', term: 1 }]);
-      expect(acquire).toHaveBeenLastCalledWith(0, 'b', expect.objectContaining({ now: 10 }), 90, expect.objectContaining({ ended: { slot: 0, holder: 'x', term: 1 } }));
+      expect(acquire).toHaveBeenLastCalledWith(
+        0,
+        'b',
+        expect.objectContaining({ now: 10 }),
+        90,
+        expect.objectContaining({ ended: { slot: 0, holder: 'x', term: 1 } }),
+      );
     });
 
     it('without proof, waits for the lease: a watch that stops without a word proves nothing', () => {
@@ -177,7 +197,12 @@ describe('Campaign', () => {
           0,
           'b',
           { renewEvery: 30, expiresAfter: 90, retryEvery: 50 },
-          { next: (event) => order.push(`${event.type} ${'term' in event ? event.term : ''}`), error: (error) => { throw error; } },
+          {
+            next: (event) => order.push(`${event.type} ${'term' in event ? event.term : ''}`),
+            error: (error) => {
+              throw error;
+            },
+          },
           scheduler,
         );
         campaign.start();
@@ -233,7 +258,12 @@ describe('Campaign', () => {
           0,
           'b',
           timing,
-          { next: (event) => seen.push([scheduler.now(), event]), error: (error) => { throw error; } },
+          {
+            next: (event) => seen.push([scheduler.now(), event]),
+            error: (error) => {
+              throw error;
+            },
+          },
           scheduler,
         );
         campaign.start();
@@ -298,7 +328,7 @@ describe('Campaign', () => {
         [155, 'elected'],
       ]);
     });
-  
+
     it('lets an attempt made on a release replace the poll that falls due while it is in flight', () => {
       sqliteLeaseStore(db).acquire(0, 'x', at(0), 1_000);
       // b polls every 50 (no watch); x releases at 45; the attempt made then is answered at 55.
@@ -341,7 +371,12 @@ describe('Campaign', () => {
           0,
           'b',
           { renewEvery: 30, expiresAfter: 90, retryEvery: 20 },
-          { next: (event) => seen.push([scheduler.now(), event.type]), error: (error) => { throw error; } },
+          {
+            next: (event) => seen.push([scheduler.now(), event.type]),
+            error: (error) => {
+              throw error;
+            },
+          },
           scheduler,
         );
         campaign.start();
@@ -371,20 +406,30 @@ describe('Campaign', () => {
     const seen: Array<[number, string, string | undefined]> = [];
     // The process pauses for 200 inside its second renewal (sent at 60), after the write.
     let renewals = 0;
-    const pausing: LeaseStore = { ...store, renew: (...args) => ((++renewals === 2 && clock.pause(200)), store.renew(...args)) };
+    const pausing: LeaseStore = { ...store, renew: (...args) => (++renewals === 2 && clock.pause(200), store.renew(...args)) };
     scheduler.run(() => {
       const campaign = new Campaign(
         pausing,
         0,
         'b',
         { renewEvery: 30, expiresAfter: 90, retryEvery: 50 },
-        { next: (event) => seen.push([clock.now(), event.type, 'reason' in event ? event.reason : undefined]), error: (error) => { throw error; } },
+        {
+          next: (event) => seen.push([clock.now(), event.type, 'reason' in event ? event.reason : undefined]),
+          error: (error) => {
+            throw error;
+          },
+        },
         clock,
       );
       campaign.start();
       scheduler.schedule(() => campaign.stop(), 65);
     });
-    expect(seen).toEqual([[0, 'elected', undefined], [30, 'renewed', undefined], [260, 'lost', 'expired'], [260, 'elected', undefined]]);
+    expect(seen).toEqual([
+      [0, 'elected', undefined],
+      [30, 'renewed', undefined],
+      [260, 'lost', 'expired'],
+      [260, 'elected', undefined],
+    ]);
   });
 
   describe('believes', () => {
@@ -399,7 +444,12 @@ describe('Campaign', () => {
           0,
           'b',
           { renewEvery: 30, expiresAfter: 90, retryEvery: 50 },
-          { next: (event) => seen.push([clock.now(), event.type]), error: (error) => { throw error; } },
+          {
+            next: (event) => seen.push([clock.now(), event.type]),
+            error: (error) => {
+              throw error;
+            },
+          },
           clock,
         );
         campaign.start();
@@ -412,7 +462,11 @@ describe('Campaign', () => {
         scheduler.schedule(() => campaign.stop(), 25);
       });
       expect(answers).toEqual([true, false, false]);
-      expect(seen).toEqual([[0, 'elected'], [220, 'lost'], [220, 'elected']]);
+      expect(seen).toEqual([
+        [0, 'elected'],
+        [220, 'lost'],
+        [220, 'elected'],
+      ]);
     });
   });
 
@@ -421,12 +475,14 @@ describe('Campaign', () => {
     /** The store, locked from `from` to `to` (virtual ms): every operation throws LockTaken meanwhile. */
     function lockedStore(scheduler: { now(): number }, from: number, to: number): { store: LeaseStore; calls: Array<[number, string]> } {
       const calls: Array<[number, string]> = [];
-      const guarded = <A extends unknown[], R>(name: string, operation: (...args: A) => R) => (...args: A): R => {
-        const now = scheduler.now();
-        calls.push([now, name]);
-        if (now >= from && now < to) throw new LockTaken('database is locked');
-        return operation(...args);
-      };
+      const guarded =
+        <A extends unknown[], R>(name: string, operation: (...args: A) => R) =>
+        (...args: A): R => {
+          const now = scheduler.now();
+          calls.push([now, name]);
+          if (now >= from && now < to) throw new LockTaken('database is locked');
+          return operation(...args);
+        };
       return {
         calls,
         store: {
@@ -449,8 +505,11 @@ describe('Campaign', () => {
           'b',
           timing,
           {
-            next: (event) => seen.push(event.type === 'error' ? [scheduler.now(), event.type, event.error.code] : [scheduler.now(), event.type]),
-            error: (error) => { throw error; },
+            next: (event) =>
+              seen.push(event.type === 'error' ? [scheduler.now(), event.type, event.error.code] : [scheduler.now(), event.type]),
+            error: (error) => {
+              throw error;
+            },
           },
           scheduler,
         );
@@ -464,24 +523,40 @@ describe('Campaign', () => {
       const { seen, calls } = run(30, 40, 50);
       // Steps of 2, 3, 5, 9 ms (random 0.5 in widths 2, 4, 8, 16): the renewal of 49 gets through.
       expect(calls.filter(([, name]) => name === 'renew').map(([at]) => at)).toEqual([30, 32, 35, 40]);
-      expect(seen).toEqual([[0, 'elected'], [40, 'renewed']]);
+      expect(seen).toEqual([
+        [0, 'elected'],
+        [40, 'renewed'],
+      ]);
     });
 
     it('a renewal locked out until its lease ends: an error event every retryEvery, then lost at the very end of the lease', () => {
       const { seen, calls } = run(30, 1_000, 95);
       // Tries at 30, 32, 35, 40, 49, 66, 83 (steps 2, 3, 5, 9, then 17: the widest, 32, at 0.5).
-      expect(seen).toEqual([[0, 'elected'], [83, 'error', 'DATABASE_BUSY'], [90, 'lost']]);
+      expect(seen).toEqual([
+        [0, 'elected'],
+        [83, 'error', 'DATABASE_BUSY'],
+        [90, 'lost'],
+      ]);
       // Never more than the widest step (32 ms) between two tries, and none past the lease.
       const renewals = calls.filter(([, name]) => name === 'renew').map(([at]) => at);
       expect(Math.max(...renewals)).toBeLessThan(90);
-      expect(renewals.slice(1).map((at, i) => at - renewals[i]).every((gap) => gap >= 1 && gap <= 32)).toBe(true);
+      expect(
+        renewals
+          .slice(1)
+          .map((at, i) => at - renewals[i])
+          .every((gap) => gap >= 1 && gap <= 32),
+      ).toBe(true);
     });
 
     it('a follower locked out for retryEvery reports it once, then tries every retryEvery until the lock is free', () => {
       const { seen, calls } = run(0, 170, 230);
       const attempts = calls.filter(([, name]) => name === 'acquire').map(([at]) => at);
       // Tries at 0, 2, 5, 10, 19, 36, 53: reported; then at 103 and on the same steps to 156: reported; then 206.
-      expect(seen).toEqual([[53, 'error', 'DATABASE_BUSY'], [156, 'error', 'DATABASE_BUSY'], [206, 'elected']]);
+      expect(seen).toEqual([
+        [53, 'error', 'DATABASE_BUSY'],
+        [156, 'error', 'DATABASE_BUSY'],
+        [206, 'elected'],
+      ]);
       expect(attempts.filter((at) => at > 53 && at < 103)).toEqual([]);
       expect(attempts.filter((at) => at > 156 && at < 206)).toEqual([]);
     });

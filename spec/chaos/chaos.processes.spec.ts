@@ -12,7 +12,7 @@ import { testDatabaseUrl } from '../support/postgres-database';
 // fresh schema of this run's server, of a server of the run's own reached from two hosts,
 // or of this run's server through its PgBouncer.
 describe.each([
-  ['SQLite, journal_mode delete (better-sqlite3\'s defaults)', () => ['--journal', 'delete']],
+  ["SQLite, journal_mode delete (better-sqlite3's defaults)", () => ['--journal', 'delete']],
   ['SQLite, journal_mode wal (as README advises)', () => ['--journal', 'wal']],
   ['PostgreSQL', () => ['--postgres', testDatabaseUrl()]],
   // Seed 10 plans four host cut-offs among eight kinds of fault.

@@ -94,7 +94,11 @@ describe('checkHistory', () => {
     // b elected 1250 ms after the kill: more than a 600 ms lease and 100 + 100 ms of retry and
     // slack, within them once a candidate campaigned again 550 ms after the kill.
     const late = (until?: number) =>
-      history({ faults: [killAll(until)], records: [...history().records.slice(0, 3), event(2, 1700, 'elected', 'b', 2, 2300)], ledger: [row(100, 'a', 1)] });
+      history({
+        faults: [killAll(until)],
+        records: [...history().records.slice(0, 3), event(2, 1700, 'elected', 'b', 2, 2300)],
+        ledger: [row(100, 'a', 1)],
+      });
     expect(flaws(late())).toEqual(['liveness']);
     expect(flaws(late(1000))).toEqual([]);
   });
@@ -125,7 +129,13 @@ describe('checkHistory', () => {
     const stepped = (wallShift: (at: number) => number, changes: Partial<ChaosHistory> = {}): ChaosHistory => {
       const base = history();
       return history({
-        records: base.records.map((r) => ({ ...r, mono: r.at + 10_000, monoExpiresAt: r.expiresAt! + 10_000, at: wallShift(r.at), expiresAt: wallShift(r.expiresAt!) })),
+        records: base.records.map((r) => ({
+          ...r,
+          mono: r.at + 10_000,
+          monoExpiresAt: r.expiresAt! + 10_000,
+          at: wallShift(r.at),
+          expiresAt: wallShift(r.expiresAt!),
+        })),
         faults: base.faults.map((f) => ({ ...f, mono: f.at + 10_000, at: wallShift(f.at) })),
         ledger: base.ledger.map((r) => ({ ...r, mono: r.at + 10_000, at: wallShift(r.at) })),
         final: { ...base.final, mono: 13_000 },

@@ -18,7 +18,9 @@ describe('planFaults', () => {
       if (fault.kind === 'pause') expect(fault.duration).toBeGreaterThan(options.lease);
       if (fault.kind === 'lock') expect(fault.duration).toBeGreaterThan(0);
     }
-    expect(new Set(faults.map((f) => f.kind))).toEqual(new Set(['kill', 'kill-in-fenced', 'kill-with-standbys', 'pause', 'stop', 'resubscribe', 'lock', 'burst']));
+    expect(new Set(faults.map((f) => f.kind))).toEqual(
+      new Set(['kill', 'kill-in-fenced', 'kill-with-standbys', 'pause', 'stop', 'resubscribe', 'lock', 'burst']),
+    );
   });
 
   it('cuts hosts off for longer than a lease only when the processes run on several', () => {

@@ -17,20 +17,32 @@ describe('chaos command line', () => {
     expect(() => parseArguments(['--processes'])).toThrow('Expected a value after --processes');
     expect(() => parseArguments(['--bogus'])).toThrow('Unknown option --bogus');
     expect(parseArguments(['--postgres', '--hosts', '8'])).toEqual(expect.objectContaining({ postgres: true, hosts: 8 }));
-    expect(parseArguments(['--postgres', 'postgres://x/y', '--pgbouncer', 'transaction'])).toEqual(expect.objectContaining({ pgbouncer: 'transaction' }));
+    expect(parseArguments(['--postgres', 'postgres://x/y', '--pgbouncer', 'transaction'])).toEqual(
+      expect.objectContaining({ pgbouncer: 'transaction' }),
+    );
     expect(() => parseArguments(['--hosts', '8'])).toThrow('--hosts and --pgbouncer are for PostgreSQL: add --postgres');
     expect(() => parseArguments(['--postgres', 'postgres://x/y', '--hosts', '8'])).toThrow('--hosts needs a server of its own');
-    expect(() => parseArguments(['--postgres', '--pgbouncer', 'statement'])).toThrow('Expected --pgbouncer to be one of transaction, session, got statement');
+    expect(() => parseArguments(['--postgres', '--pgbouncer', 'statement'])).toThrow(
+      'Expected --pgbouncer to be one of transaction, session, got statement',
+    );
     // The original worker judges by the wall clock, which a step fools: no worker of its statements then.
     expect(parseArguments(['--clock-steps'])).toEqual(expect.objectContaining({ clockSteps: true, seedWorker: false }));
-    expect(() => parseArguments(['--postgres', 'postgres://x/y', '--clock-steps'])).toThrow("--clock-steps steps a server's clock of its own");
+    expect(() => parseArguments(['--postgres', 'postgres://x/y', '--clock-steps'])).toThrow(
+      "--clock-steps steps a server's clock of its own",
+    );
   });
 
   it('--check re-checks a saved history and exits 1 when it finds a violation', () => {
     const folder = mkdtempSync(join(tmpdir(), 'observe-leadership-check-'));
     try {
       const elected = (pid: number, holder: string, term: number, at: number) => ({
-        pid, at, type: 'elected', slot: 0, holder, term, expiresAt: at + 600,
+        pid,
+        at,
+        type: 'elected',
+        slot: 0,
+        holder,
+        term,
+        expiresAt: at + 600,
       });
       const history: ChaosHistory = {
         options: { processes: 2, duration: 1000, lease: 600, seed: 1, slots: 1, seedWorker: false },

@@ -51,16 +51,24 @@ describe('the observe-leadership command', () => {
     it('creates a SQLite file with the lease tables, once, which run then campaigns on; run never creates one itself', async () => {
       const fresh = join(file.file, '..', 'fresh.db');
       const refused = await cli('run', fresh, '--', 'true');
-      expect(refused).toEqual({ code: 3, output: expect.stringContaining(`no database at ${fresh}; if that is the path you meant, create it once with: observe-leadership init ${fresh}`) });
-      expect(await cli('init', fresh, '--wal')).toEqual({ code: 0, output: `created: ${fresh}, with the lease tables (journal_mode wal)\n` });
+      expect(refused).toEqual({
+        code: 3,
+        output: expect.stringContaining(
+          `no database at ${fresh}; if that is the path you meant, create it once with: observe-leadership init ${fresh}`,
+        ),
+      });
+      expect(await cli('init', fresh, '--wal')).toEqual({
+        code: 0,
+        output: `created: ${fresh}, with the lease tables (journal_mode wal)\n`,
+      });
       const tables = new Database(fresh, { readonly: true });
       try {
-        expect(tables.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'worker_leadership%' AND type = 'table' ORDER BY name").pluck().all()).toEqual([
-          'worker_leadership',
-          'worker_leadership_deadline',
-          'worker_leadership_standby',
-          'worker_leadership_term',
-        ]);
+        expect(
+          tables
+            .prepare("SELECT name FROM sqlite_master WHERE name LIKE 'worker_leadership%' AND type = 'table' ORDER BY name")
+            .pluck()
+            .all(),
+        ).toEqual(['worker_leadership', 'worker_leadership_deadline', 'worker_leadership_standby', 'worker_leadership_term']);
       } finally {
         tables.close();
       }
@@ -73,16 +81,25 @@ describe('the observe-leadership command', () => {
       const text = join(file.file, '..', 'notes.txt');
       writeFileSync(text, 'not a database, and long enough to be read as one '.repeat(20));
       expect(await cli('init', text)).toEqual({ code: 3, output: expect.stringContaining(`cannot open ${text} as a SQLite database`) });
-      expect(await cli('init', 'postgres://nobody@127.0.0.1/none')).toEqual({ code: 2, output: expect.stringContaining('init is for SQLite files') });
+      expect(await cli('init', 'postgres://nobody@127.0.0.1/none')).toEqual({
+        code: 2,
+        output: expect.stringContaining('init is for SQLite files'),
+      });
       expect(await cli('init')).toEqual({ code: 2, output: expect.stringContaining('which SQLite file?') });
     });
   });
 
   describe('status', () => {
     it('says what is wrong, with an exit code of its own: missing file 3, no table 4, bad arguments 2', async () => {
-      expect(await cli('status', join(file.file, '..', 'missing.db'))).toEqual({ code: 3, output: expect.stringContaining('no database at') });
+      expect(await cli('status', join(file.file, '..', 'missing.db'))).toEqual({
+        code: 3,
+        output: expect.stringContaining('no database at'),
+      });
       expect(await cli('status', file.file)).toEqual({ code: 4, output: expect.stringContaining('no worker_leadership table') });
-      expect(await cli('status', file.file, '--slot', 'x')).toEqual({ code: 2, output: expect.stringContaining('--slot must be a whole number') });
+      expect(await cli('status', file.file, '--slot', 'x')).toEqual({
+        code: 2,
+        output: expect.stringContaining('--slot must be a whole number'),
+      });
       expect(await cli('frobnicate')).toEqual({ code: 2, output: expect.stringContaining('unknown command frobnicate') });
     });
 
@@ -93,7 +110,14 @@ describe('the observe-leadership command', () => {
         expect(text.code).toBe(0);
         expect(text.output).toMatch(/holder +worker-1\nterm +1\nexpires +in \d+\.\d s .*\nlive +yes/);
         const json = await cli('status', file.file, '--json');
-        expect(JSON.parse(json.output)).toEqual({ slot: 0, holder: 'worker-1', term: 1, expiresAt: expect.any(Number), expiresIn: expect.any(Number), live: true });
+        expect(JSON.parse(json.output)).toEqual({
+          slot: 0,
+          holder: 'worker-1',
+          term: 1,
+          expiresAt: expect.any(Number),
+          expiresIn: expect.any(Number),
+          live: true,
+        });
       } finally {
         worker.unsubscribe();
       }
@@ -129,7 +153,9 @@ describe('the observe-leadership command', () => {
         expect(lines).toContain('# TYPE leadership_observed_leader gauge');
         expect(lines).toContain('leadership_observed_leader{leadership_slot="0",leadership_holder="worker-\\"1\\""} 1');
         expect(lines).toContain('leadership_observed_term{leadership_slot="0",leadership_holder="worker-\\"1\\""} 1');
-        expect(lines.find((line) => line.startsWith('leadership_observed_lease_expires_in_seconds{leadership_slot="0"} '))).toMatch(/ [1-5]\d\.\d+$/);
+        expect(lines.find((line) => line.startsWith('leadership_observed_lease_expires_in_seconds{leadership_slot="0"} '))).toMatch(
+          / [1-5]\d\.\d+$/,
+        );
         // Every sample line is a name, labels and a number.
         for (const line of lines.filter((l) => !l.startsWith('#'))) expect(line).toMatch(/^[a-z_]+\{[^}]*\} -?\d+(\.\d+)?$/);
         await watcher.shows(/leadership_observed_leader\{leadership_slot="0",leadership_holder="worker-\\"1\\""\} 1/);
@@ -137,8 +163,14 @@ describe('the observe-leadership command', () => {
         worker.unsubscribe();
       }
       await watcher.shows(/leadership_observed_leader\{leadership_slot="0"\} 0/);
-      expect(await cli('status', file.file, '--prometheus')).toEqual({ code: 0, output: expect.stringContaining('leadership_observed_leader{leadership_slot="0"} 0') });
-      expect(await cli('status', file.file, '--json', '--prometheus')).toEqual({ code: 2, output: expect.stringContaining('--json or --prometheus, not both') });
+      expect(await cli('status', file.file, '--prometheus')).toEqual({
+        code: 0,
+        output: expect.stringContaining('leadership_observed_leader{leadership_slot="0"} 0'),
+      });
+      expect(await cli('status', file.file, '--json', '--prometheus')).toEqual({
+        code: 2,
+        output: expect.stringContaining('--json or --prometheus, not both'),
+      });
       watcher.process.kill('SIGINT');
       expect(await watcher.exited).toBe(0);
     });
@@ -161,7 +193,10 @@ describe('the observe-leadership command', () => {
     // A command that says which term it runs for, and says so again when asked to stop.
     const command = (name: string) => {
       const script = join(file.file, '..', `${name}.sh`);
-      writeFileSync(script, `echo "${name} runs for term $OBSERVE_LEADERSHIP_TERM"\ntrap 'echo "${name} stops"; exit 0' TERM\nwhile true; do sleep 0.05; done\n`);
+      writeFileSync(
+        script,
+        `echo "${name} runs for term $OBSERVE_LEADERSHIP_TERM"\ntrap 'echo "${name} stops"; exit 0' TERM\nwhile true; do sleep 0.05; done\n`,
+      );
       return ['bash', script];
     };
 
@@ -181,15 +216,25 @@ describe('the observe-leadership command', () => {
       const runner = start('run', file.file, ...timing, '--', ...command('one'));
       await eventually('the command running', () => runner.output.includes('one runs for term 1'));
       // Another holder takes the slot (as after a pause): the next renewal finds it gone.
-      file.open().prepare(`UPDATE worker_leadership SET holder = 'thief', expires_at = ? WHERE slot = 0`).run(Date.now() + 60_000);
-      await eventually('the command stopped', () => runner.output.includes('lost the lease (superseded)') && runner.output.includes('one stops'));
+      file
+        .open()
+        .prepare(`UPDATE worker_leadership SET holder = 'thief', expires_at = ? WHERE slot = 0`)
+        .run(Date.now() + 60_000);
+      await eventually(
+        'the command stopped',
+        () => runner.output.includes('lost the lease (superseded)') && runner.output.includes('one stops'),
+      );
       expect(runner.process.exitCode).toBeNull(); // still campaigning
     });
 
     it('takes its command down with it when killed outright (SIGKILL), before another runner takes over early', async () => {
       const pidFile = (name: string) => join(file.file, '..', `${name}.pid`);
       // The default timing: the lease has 60 s to run when the runner dies.
-      const sleeper = (name: string) => ['bash', '-c', `echo $$ > ${pidFile(name)}; echo "${name} runs for term $OBSERVE_LEADERSHIP_TERM"; exec sleep 600`];
+      const sleeper = (name: string) => [
+        'bash',
+        '-c',
+        `echo $$ > ${pidFile(name)}; echo "${name} runs for term $OBSERVE_LEADERSHIP_TERM"; exec sleep 600`,
+      ];
       const first = start('run', file.file, '--', ...sleeper('one'));
       await first.shows(/one runs for term 1/);
       const second = start('run', file.file, '--', ...sleeper('two'));
@@ -203,7 +248,10 @@ describe('the observe-leadership command', () => {
     });
 
     it('releases and exits with the code of a command that ends by itself', async () => {
-      expect(await cli('run', file.file, '--', 'bash', '-c', 'exit 7')).toEqual({ code: 7, output: expect.stringContaining('exited with code 7: releasing') });
+      expect(await cli('run', file.file, '--', 'bash', '-c', 'exit 7')).toEqual({
+        code: 7,
+        output: expect.stringContaining('exited with code 7: releasing'),
+      });
       expect(new Database(file.file, { readonly: true }).prepare('SELECT count(*) AS n FROM worker_leadership').get()).toEqual({ n: 0 });
       expect(await cli('run', file.file, '--', join(file.file, '..', 'no-such-command'))).toMatchObject({ code: 127 });
       expect(await cli('run', file.file)).toEqual({ code: 2, output: expect.stringContaining('which command?') });
@@ -230,7 +278,10 @@ describe('the observe-leadership command', () => {
       closed.port = '1';
       expect(await cli('status', closed.toString())).toEqual({ code: 3, output: expect.stringContaining('cannot reach postgres://') });
       expect(await cli('status', url, ...inSchema())).toEqual({ code: 4, output: expect.stringContaining('no worker_leadership table') });
-      expect(await cli('status', file.file, ...inSchema())).toEqual({ code: 2, output: expect.stringContaining('--schema and --table are for a postgres:// URL') });
+      expect(await cli('status', file.file, ...inSchema())).toEqual({
+        code: 2,
+        output: expect.stringContaining('--schema and --table are for a postgres:// URL'),
+      });
     });
 
     it('tells who leads as text and JSON, and watches the slot change hands', async () => {
@@ -245,7 +296,15 @@ describe('the observe-leadership command', () => {
         expect(text.code).toBe(0);
         expect(text.output).toMatch(/holder +worker-1\nterm +2\nexpires +in \d+\.\d s .*\nlive +yes/);
         const json = await cli('status', url, ...inSchema(), '--json');
-        expect(JSON.parse(json.output)).toEqual({ slot: 0, holder: 'worker-1', term: 2, expiresAt: expect.any(Number), expiresIn: expect.any(Number), live: true, length: 60_000 });
+        expect(JSON.parse(json.output)).toEqual({
+          slot: 0,
+          holder: 'worker-1',
+          term: 2,
+          expiresAt: expect.any(Number),
+          expiresIn: expect.any(Number),
+          live: true,
+          length: 60_000,
+        });
       } finally {
         worker.unsubscribe();
         await store.settled();
@@ -257,7 +316,11 @@ describe('the observe-leadership command', () => {
 
     it('runs the command only in the leader, and hands its lease over on SIGTERM', async () => {
       const timing = ['--renew-every', '200', '--expires-after', '1000', '--retry-every', '100'];
-      const command = (name: string) => ['bash', '-c', `echo "${name} runs for term $OBSERVE_LEADERSHIP_TERM"; trap 'echo "${name} stops"; exit 0' TERM; while true; do sleep 0.05; done`];
+      const command = (name: string) => [
+        'bash',
+        '-c',
+        `echo "${name} runs for term $OBSERVE_LEADERSHIP_TERM"; trap 'echo "${name} stops"; exit 0' TERM; while true; do sleep 0.05; done`,
+      ];
       const first = start('run', url, ...inSchema(), ...timing, '--', ...command('one'));
       await first.shows(/one runs for term 1/);
       const second = start('run', url, ...inSchema(), ...timing, '--', ...command('two'));

@@ -40,6 +40,8 @@ describe('whileLeader', () => {
   });
 
   it('refuses a project that is not a function, at once', () => {
-    expect(() => whileLeader('jobs' as never)).toThrow(new TypeError('Expected `project` to be a function of the lease, got `"jobs"` (string)'));
+    expect(() => whileLeader('jobs' as never)).toThrow(
+      new TypeError('Expected `project` to be a function of the lease, got `"jobs"` (string)'),
+    );
   });
 });

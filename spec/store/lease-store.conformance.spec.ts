@@ -271,4 +271,3 @@ function cutOff(store: LeaseStore, failing: () => boolean): LeaseStore {
     isWatching: () => store.isWatching(),
   };
 }
-

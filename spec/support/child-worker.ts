@@ -8,7 +8,14 @@ export class ChildWorker extends WorkerProcess {
   private stderr = '';
 
   constructor(kind: WorkerKind, options: WorkerOptions, launcher: string[] = []) {
-    super(kind, kind, options, () => undefined, (text) => (this.stderr += text), launcher);
+    super(
+      kind,
+      kind,
+      options,
+      () => undefined,
+      (text) => (this.stderr += text),
+      launcher,
+    );
   }
 
   /** The first record of that type (and matching `where`), if any. */

@@ -2,7 +2,18 @@ import { SchedulerLike, Subscription } from 'rxjs';
 import { LeadershipError } from '../leadership-error';
 import { Lease, LeadershipEvent, LostReason } from '../leadership-event';
 import type { LeaseRecord } from '../store/lease-store';
-import { AcquireResult, ChangeOrigin, ClockReading, Eventually, isPromiseLike, isTenure, LeaseChange, LeaseStore, LockTaken, TenureWatch } from '../store/lease-store';
+import {
+  AcquireResult,
+  ChangeOrigin,
+  ClockReading,
+  Eventually,
+  isPromiseLike,
+  isTenure,
+  LeaseChange,
+  LeaseStore,
+  LockTaken,
+  TenureWatch,
+} from '../store/lease-store';
 import { LeaseObservation } from './lease-observation';
 import { LockRetry } from './lock-retry';
 import { readClocks } from './monotonic-scheduler';
@@ -141,10 +152,14 @@ export class Campaign {
    * answer later keep them for whoever awaits them); the lease expires by itself.
    */
   private release(lease: Lease): void {
-    this.perform(() => this.store.release(lease), nothing, (error) => {
-      const step = error instanceof LockTaken ? this.lockRetry.nextWithin(this.now(), this.timing.retryEvery) : undefined;
-      if (step !== undefined) this.timer = this.scheduler.schedule(() => this.whenSettled(() => this.release(lease)), step);
-    });
+    this.perform(
+      () => this.store.release(lease),
+      nothing,
+      (error) => {
+        const step = error instanceof LockTaken ? this.lockRetry.nextWithin(this.now(), this.timing.retryEvery) : undefined;
+        if (step !== undefined) this.timer = this.scheduler.schedule(() => this.whenSettled(() => this.release(lease)), step);
+      },
+    );
   }
 
   /**
@@ -501,5 +516,9 @@ function nothing(): void {}
 
 /** The report of a lock that another connection kept for `lockedFor` ms while this campaign tried again. */
 function lockedOut(error: LockTaken, lockedFor: number): LeadershipError {
-  return new LeadershipError('DATABASE_BUSY', `Another connection held the lock at every try for ${lockedFor} ms; trying again (${error.message})`, { cause: error });
+  return new LeadershipError(
+    'DATABASE_BUSY',
+    `Another connection held the lock at every try for ${lockedFor} ms; trying again (${error.message})`,
+    { cause: error },
+  );
 }

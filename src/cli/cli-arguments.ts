@@ -56,7 +56,13 @@ export function parseArguments(argv: readonly string[], valued: readonly string[
 }
 
 /** The option `name` as a whole number from `min` to `max`, or `fallback` when absent. */
-export function integerOption(parsed: ParsedArguments, name: string, fallback: number | undefined, min: number, max: number): number | undefined {
+export function integerOption(
+  parsed: ParsedArguments,
+  name: string,
+  fallback: number | undefined,
+  min: number,
+  max: number,
+): number | undefined {
   const text = parsed.options.get(name);
   if (text === undefined) return fallback;
   const value = typeof text === 'string' && /^\d+$/.test(text) ? Number(text) : NaN;

@@ -49,7 +49,10 @@ export async function openDatabase(parsed: ParsedArguments, { readonly }: { read
 
 async function openSqlite(file: string, readonly: boolean): Promise<CliDatabase> {
   if (!existsSync(file)) {
-    throw new CliError(exitCode.noDatabase, `no database at ${file}; if that is the path you meant, create it once with: observe-leadership init ${shellWord(file)}`);
+    throw new CliError(
+      exitCode.noDatabase,
+      `no database at ${file}; if that is the path you meant, create it once with: observe-leadership init ${shellWord(file)}`,
+    );
   }
   // Loaded here: a user of PostgreSQL alone need not install better-sqlite3.
   const { default: SqliteDatabase } = await import('better-sqlite3');
@@ -63,7 +66,8 @@ async function openSqlite(file: string, readonly: boolean): Promise<CliDatabase>
   return {
     name: file,
     source: db,
-    hasLeaseTable: async () => db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'worker_leadership'`).get() !== undefined,
+    hasLeaseTable: async () =>
+      db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'worker_leadership'`).get() !== undefined,
     look: (slot) => lookPatiently(() => sqliteLeaseStore(db).look(slot, readClocks(monotonicScheduler))),
     endpointDescriptor: (lease) => sqliteLeaseStore(db).endpointDescriptor(lease),
     close: async () => void db.close(),
@@ -107,7 +111,13 @@ async function openPostgres(url: string, names: { schema?: string; table?: strin
     name: shown,
     source: store,
     hasLeaseTable: async () =>
-      (await pool.query<{ found: boolean }>('SELECT to_regclass(format($1, $2::text, $3::text)) IS NOT NULL AS found', ['%I.%I', schema, table])).rows[0].found,
+      (
+        await pool.query<{ found: boolean }>('SELECT to_regclass(format($1, $2::text, $3::text)) IS NOT NULL AS found', [
+          '%I.%I',
+          schema,
+          table,
+        ])
+      ).rows[0].found,
     look: async (slot) => store.look(slot),
     endpointDescriptor: () => undefined,
     close: async () => {

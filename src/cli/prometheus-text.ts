@@ -22,7 +22,11 @@ export function prometheusText({ slot, holder, term, expiresIn, live }: SlotStat
     `leadership_observed_leader${labels} ${leads ? 1 : 0}`,
   ];
   if (leads && term !== null) {
-    lines.push("# HELP leadership_observed_term The leader's term, as watched", '# TYPE leadership_observed_term gauge', `leadership_observed_term${labels} ${term}`);
+    lines.push(
+      "# HELP leadership_observed_term The leader's term, as watched",
+      '# TYPE leadership_observed_term gauge',
+      `leadership_observed_term${labels} ${term}`,
+    );
   }
   if (expiresIn !== null) {
     lines.push(

@@ -140,4 +140,3 @@ export async function runCommand(argv: readonly string[], log: (line: string) =>
     });
   });
 }
-

@@ -29,14 +29,21 @@ export interface SlotStatus {
  */
 export async function statusCommand(argv: readonly string[], print: (line: string) => void): Promise<number> {
   const parsed = parseArguments(argv, ['slot', 'schema', 'table'], ['json', 'prometheus']);
-  if (parsed.options.has('json') && parsed.options.has('prometheus')) throw new CliError(exitCode.usage, '--json or --prometheus, not both');
+  if (parsed.options.has('json') && parsed.options.has('prometheus'))
+    throw new CliError(exitCode.usage, '--json or --prometheus, not both');
   const slot = integerOption(parsed, 'slot', 0, 0, Number.MAX_SAFE_INTEGER) as number;
   const db = await openDatabase(parsed, { readonly: true });
   try {
     if (!(await db.hasLeaseTable())) throw noTableError(db.name);
     const view = await db.look(slot);
     const status: SlotStatus = view
-      ? { slot, ...view.lease, expiresIn: view.expiresIn, live: liveness(view), ...(view.observeFor !== undefined && { length: view.observeFor }) }
+      ? {
+          slot,
+          ...view.lease,
+          expiresIn: view.expiresIn,
+          live: liveness(view),
+          ...(view.observeFor !== undefined && { length: view.observeFor }),
+        }
       : { slot, holder: null, term: null, expiresAt: null, expiresIn: null, live: false };
     if (parsed.options.has('json')) {
       print(JSON.stringify(status));

@@ -41,7 +41,10 @@ export async function watchCommand(argv: readonly string[], print: (line: string
     function finish(code: number) {
       subscription.unsubscribe();
       stopping.unsubscribe();
-      void db.close().then(() => resolve(code), () => resolve(code));
+      void db.close().then(
+        () => resolve(code),
+        () => resolve(code),
+      );
     }
   });
 }

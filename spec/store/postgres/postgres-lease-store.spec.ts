@@ -8,7 +8,6 @@ import { at } from '../../support/clock-reading';
 
 const until = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-
 describe('postgresLeaseStore', () => {
   let test: TestSchema;
   let pool: Pool;
@@ -63,7 +62,9 @@ describe('postgresLeaseStore', () => {
     });
 
     it('refuses a table of another shape, and a campaign on it ends with SCHEMA_MISMATCH', async () => {
-      await pool.query(`CREATE SCHEMA "${test.schema}"; CREATE TABLE "${test.schema}".worker_leadership (slot int, holder text, expires_at text)`);
+      await pool.query(
+        `CREATE SCHEMA "${test.schema}"; CREATE TABLE "${test.schema}".worker_leadership (slot int, holder text, expires_at text)`,
+      );
       await expect(acquire('a')).rejects.toMatchObject({ code: 'SCHEMA_MISMATCH' });
       const events = lastValueFrom(observeLeadership(store).pipe(toArray()));
       await expect(events).rejects.toMatchObject({ code: 'SCHEMA_MISMATCH' });
@@ -91,9 +92,15 @@ describe('postgresLeaseStore', () => {
       const skewed = (skew: number) => ({ now: () => Date.now() + skew, schedule: asyncScheduler.schedule.bind(asyncScheduler) });
       const timing = { renewEvery: 100, expiresAfter: 600, retryEvery: 100 };
       const events: Array<[string, LeadershipEvent['type']]> = [];
-      for (const [holder, skew] of [['ahead', 10_000], ['behind', -10_000], ['true', 0]] as const) {
+      for (const [holder, skew] of [
+        ['ahead', 10_000],
+        ['behind', -10_000],
+        ['true', 0],
+      ] as const) {
         subscriptions.push(
-          observeLeadership(store, { ...timing, holder, scheduler: skewed(skew) as never }).subscribe((event) => events.push([holder, event.type])),
+          observeLeadership(store, { ...timing, holder, scheduler: skewed(skew) as never }).subscribe((event) =>
+            events.push([holder, event.type]),
+          ),
         );
       }
       // Two leases' worth of renewals by whoever leads, while the others follow.
@@ -108,7 +115,12 @@ describe('postgresLeaseStore', () => {
 
     it('ends the stream with DATABASE_CLOSED once the pool is ended', async () => {
       let elected = false;
-      const events = lastValueFrom(observeLeadership(store, timing).pipe(tap(({ type }) => (elected ||= type === 'elected')), toArray()));
+      const events = lastValueFrom(
+        observeLeadership(store, timing).pipe(
+          tap(({ type }) => (elected ||= type === 'elected')),
+          toArray(),
+        ),
+      );
       await eventually('an election', () => elected);
       await pool.end();
       await expect(events).rejects.toMatchObject({ code: 'DATABASE_CLOSED' });
@@ -200,7 +212,8 @@ describe('postgresLeaseStore', () => {
         const candidates = postgresLeaseStore(own, { schema: test.schema });
         const timing = { renewEvery: 50, expiresAfter: 1_000, retryEvery: 50 };
         const events: LeadershipEvent[] = [];
-        for (const slot of slots) subscriptions.push(observeLeadership(candidates, { ...timing, slot }).subscribe((event) => events.push(event)));
+        for (const slot of slots)
+          subscriptions.push(observeLeadership(candidates, { ...timing, slot }).subscribe((event) => events.push(event)));
         subscriptions.push(observeLeader(candidates, { slot: 0, pollEvery: 50 }).subscribe());
         await eventually('the watch', () => candidates.isWatching());
         expect(await mostHeld(name, 1_000)).toBeLessThanOrEqual(2); // following every slot
@@ -214,7 +227,9 @@ describe('postgresLeaseStore', () => {
         expect(events.filter(({ type }) => type === 'error' || type === 'lost')).toEqual([]);
       } finally {
         subscriptions.forEach((subscription) => subscription.unsubscribe());
-        await postgresLeaseStore(own, { schema: test.schema }).settled().catch(() => undefined);
+        await postgresLeaseStore(own, { schema: test.schema })
+          .settled()
+          .catch(() => undefined);
         await own.end();
       }
     });
@@ -246,7 +261,9 @@ describe('postgresLeaseStore', () => {
         await other.query('BEGIN');
         await other.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`elected "${test.schema}"."worker_leadership"`]);
         const started = Date.now();
-        await expect(store.acquire(0, 'b', at(Date.now()), 60_000, { waitForLock: false })).rejects.toMatchObject({ code: 'DATABASE_BUSY' });
+        await expect(store.acquire(0, 'b', at(Date.now()), 60_000, { waitForLock: false })).rejects.toMatchObject({
+          code: 'DATABASE_BUSY',
+        });
         expect(Date.now() - started).toBeLessThan(1_000); // not after the other's transaction
         // An attempt timed by the lease, not by a release, is not turned away.
         expect((await store.acquire(0, 'b', at(Date.now()), 60_000)).acquired).toBe(true);
@@ -260,7 +277,10 @@ describe('postgresLeaseStore', () => {
     it('gives standby places, which alone listen for releases, to three followers, and frees a place with its session', async () => {
       await acquire('leader'); // makes the schema, and holds the slot
       const tag = `standby-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-      const others = Array.from({ length: 5 }, (_, i) => new Pool({ connectionString: testDatabaseUrl(), application_name: `${tag}-${i}` }));
+      const others = Array.from(
+        { length: 5 },
+        (_, i) => new Pool({ connectionString: testDatabaseUrl(), application_name: `${tag}-${i}` }),
+      );
       const stores = others.map((other) => postgresLeaseStore(other, { schema: test.schema }));
       const standBy = (i: number) => stores[i].standBy(0, `f${i}`, at(Date.now()), 60_000, 3);
       try {
@@ -329,7 +349,12 @@ describe('postgresLeaseStore', () => {
       try {
         const readerStore = postgresLeaseStore(reader, { schema: test.schema });
         const error = await lastValueFrom(observeLeadership(readerStore)).catch((failure: unknown) => failure);
-        expect(error).toMatchObject({ code: 'DATABASE_READONLY', message: expect.stringContaining(`lacks INSERT, UPDATE, DELETE on "${test.schema}"."worker_leadership", USAGE on "${test.schema}"."worker_leadership_term"`) });
+        expect(error).toMatchObject({
+          code: 'DATABASE_READONLY',
+          message: expect.stringContaining(
+            `lacks INSERT, UPDATE, DELETE on "${test.schema}"."worker_leadership", USAGE on "${test.schema}"."worker_leadership_term"`,
+          ),
+        });
         // Watching needs nothing more than reading.
         const [state] = await lastValueFrom(observeLeader(readerStore).pipe(take(1), toArray()));
         expect(state.holder).toBe('elsewhere');
@@ -342,8 +367,13 @@ describe('postgresLeaseStore', () => {
     it('names the term sequence when only it is out of reach', async () => {
       const writer = await asRole([`GRANT SELECT, INSERT, UPDATE, DELETE ON "${test.schema}".worker_leadership TO $role`]);
       try {
-        const error = await lastValueFrom(observeLeadership(postgresLeaseStore(writer, { schema: test.schema }))).catch((failure: unknown) => failure);
-        expect(error).toMatchObject({ code: 'DATABASE_READONLY', message: expect.stringContaining(`lacks USAGE on "${test.schema}"."worker_leadership_term"`) });
+        const error = await lastValueFrom(observeLeadership(postgresLeaseStore(writer, { schema: test.schema }))).catch(
+          (failure: unknown) => failure,
+        );
+        expect(error).toMatchObject({
+          code: 'DATABASE_READONLY',
+          message: expect.stringContaining(`lacks USAGE on "${test.schema}"."worker_leadership_term"`),
+        });
       } finally {
         await writer.end();
       }
@@ -367,7 +397,9 @@ describe('postgresLeaseStore', () => {
         order.push('fenced work committing');
       });
       await until(400);
-      const takeover = store.acquire(0, 'b', at(Date.now()), 60_000, { over: seen.lease }).then((result) => (order.push('taken over'), result));
+      const takeover = store
+        .acquire(0, 'b', at(Date.now()), 60_000, { over: seen.lease })
+        .then((result) => (order.push('taken over'), result));
       await work;
       const taken = await takeover;
       expect(taken.acquired).toBe(true);

@@ -69,7 +69,9 @@ describe.each(journalModes)('journal_mode %s', (journal) => {
     // them by the hundred.
     expect(commits).toBeGreaterThan(100);
     for (const count of made) expect(count).toBeLessThanOrEqual(2 * (period / timing.renewEvery + 2));
-    expect(events.filter((event) => event.type !== 'renewed').map((event) => `${event.candidate} ${event.type}`)).toEqual(['leader elected']);
+    expect(events.filter((event) => event.type !== 'renewed').map((event) => `${event.candidate} ${event.type}`)).toEqual([
+      'leader elected',
+    ]);
   });
 
   it('several subscriptions on one connection, for one slot and for two, behave like processes: one leader a slot, handoff on release, no busy loop', async () => {
@@ -77,7 +79,10 @@ describe.each(journalModes)('journal_mode %s', (journal) => {
     const timing = { renewEvery: 5_000, expiresAfter: 20_000, retryEvery: 5_000 };
     const db = file.open({ timeout: 5_000 });
     const calls = countCalls(db);
-    for (const [slot, count] of [[0, 3], [1, 2]]) {
+    for (const [slot, count] of [
+      [0, 3],
+      [1, 2],
+    ]) {
       for (let i = 0; i < count; i++) campaign(db, `s${slot}c${i}`, { ...timing, slot });
     }
     await eventually('a leader of each slot', () => of('elected', 0).length === 1 && of('elected', 1).length === 1);

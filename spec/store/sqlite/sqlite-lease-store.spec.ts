@@ -103,7 +103,12 @@ describe('SqliteLeaseStore', () => {
       it('checks a fenced lease by its deadline too: a step forward refuses no write, a step back lets none through', () => {
         const { lease: taken } = store.acquire(0, 'a', on('host', 1_000, 50_000), 300);
         db.exec('CREATE TABLE IF NOT EXISTS fenced_rows (n INTEGER)');
-        const write = (now: ReturnType<typeof on>) => store.fenced(lease('a', taken.term), () => now, () => db.exec('INSERT INTO fenced_rows VALUES (1)'));
+        const write = (now: ReturnType<typeof on>) =>
+          store.fenced(
+            lease('a', taken.term),
+            () => now,
+            () => db.exec('INSERT INTO fenced_rows VALUES (1)'),
+          );
         expect(() => write(on('host', 1_300, 900_000))).not.toThrow();
         expect(() => write(on('host', 1_301, 0))).toThrow(expect.objectContaining({ code: 'LEASE_LOST' }));
       });
@@ -181,13 +186,24 @@ describe('SqliteLeaseStore', () => {
       const store = sqliteLeaseStore(ours);
       const lease = { slot: 0, holder: 'a', term: store.acquire(0, 'a', at(1_000), 60_000).lease.term };
       // A child process holds the write lock for 300 ms: the fenced call waits it out, in the busy wait.
-      const child = spawn(process.execPath, ['-e', `
+      const child = spawn(
+        process.execPath,
+        [
+          '-e',
+          `
         const db = new (require(${JSON.stringify(require.resolve('better-sqlite3'))}))(${JSON.stringify(file.file)});
         db.exec('BEGIN IMMEDIATE'); process.stdout.write('locked');
-        setTimeout(() => { db.exec('COMMIT'); db.close(); }, 300);`], { stdio: ['ignore', 'pipe', 'inherit'] });
+        setTimeout(() => { db.exec('COMMIT'); db.close(); }, 300);`,
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
       await new Promise((resolve) => child.stdout.once('data', resolve));
       const started = performance.now();
-      const written = store.fenced(lease, () => at(1_100), () => 'written');
+      const written = store.fenced(
+        lease,
+        () => at(1_100),
+        () => 'written',
+      );
       expect(written).toBe('written');
       expect(performance.now() - started).toBeGreaterThanOrEqual(100);
       await new Promise((resolve) => child.once('exit', resolve));
@@ -337,4 +353,3 @@ describe('SqliteLeaseStore', () => {
     });
   });
 });
-

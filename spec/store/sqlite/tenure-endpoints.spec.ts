@@ -30,7 +30,13 @@ describe('tenure endpoints', () => {
   const socketFiles = () => readdirSync(join(database.file, '..')).filter((name) => lstatSync(join(database.file, '..', name)).isSocket());
   /** A leader in a process of its own, and the tenure it reports. */
   const leaderProcess = async (): Promise<{ worker: ChildWorker; lease: Lease }> => {
-    const worker = new ChildWorker('candidate', { file: database.file, journal: 'wal', renewEvery: 30_000, expiresAfter: 60_000, retryEvery: 1_000 });
+    const worker = new ChildWorker('candidate', {
+      file: database.file,
+      journal: 'wal',
+      renewEvery: 30_000,
+      expiresAfter: 60_000,
+      retryEvery: 1_000,
+    });
     workers.push(worker);
     const { slot = 0, holder, term } = await eventually('the election', () => worker.find('elected'));
     return { worker, lease: { slot, holder: holder!, term: term! } };
@@ -148,7 +154,9 @@ describe('tenure endpoints', () => {
       const { acquired, lease } = sqliteLeaseStore(leader).acquire(0, 'a', at(Date.now()), 60_000);
       expect(acquired).toBe(true);
       expect(readdirSync(folder).filter((name) => name.includes('-leadership-'))).toEqual([]);
-      expect(sqliteLeaseStore(follower).watchTenure({ slot: 0, holder: lease.holder, term: lease.term }, () => undefined).watching).toBe(false);
+      expect(sqliteLeaseStore(follower).watchTenure({ slot: 0, holder: lease.holder, term: lease.term }, () => undefined).watching).toBe(
+        false,
+      );
     } finally {
       leader.close();
       follower.close();
@@ -164,10 +172,17 @@ describe('tenure endpoints', () => {
     const inodes = endpointSockets(database.file).map((socket) => `socket:[${socket.inode}]`);
     expect(inodes).toHaveLength(2);
     expect(readlinkSync(`/proc/self/fd/${store.endpointDescriptor(tenure)}`)).toMatch(/^socket:/);
-    const child = spawnSync(process.execPath, ['-e', `
+    const child = spawnSync(
+      process.execPath,
+      [
+        '-e',
+        `
       const { readdirSync, readlinkSync } = require('node:fs');
       console.log(JSON.stringify(readdirSync('/proc/self/fd').map((fd) => { try { return readlinkSync('/proc/self/fd/' + fd); } catch { return ''; } })));
-    `], { encoding: 'utf8' });
+    `,
+      ],
+      { encoding: 'utf8' },
+    );
     const inherited: string[] = JSON.parse(child.stdout);
     expect(inherited.length).toBeGreaterThan(0);
     expect(inherited.filter((link) => inodes.includes(link))).toEqual([]);

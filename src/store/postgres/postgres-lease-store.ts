@@ -3,7 +3,19 @@ import { ulid } from 'ulid';
 import { argumentError, expectConfig, expectInteger, expectObject, expectString, MAX_DELAY } from '../../argument-check';
 import { Lease } from '../../leadership-event';
 import { checkLease } from '../lease-check';
-import { AcquireOptions, AcquireResult, ChangeOrigin, ClockReading, LeaseChange, LeaseReader, LeaseRecord, LeaseStore, LeaseView, LockTaken, WatchOptions } from '../lease-store';
+import {
+  AcquireOptions,
+  AcquireResult,
+  ChangeOrigin,
+  ClockReading,
+  LeaseChange,
+  LeaseReader,
+  LeaseRecord,
+  LeaseStore,
+  LeaseView,
+  LockTaken,
+  WatchOptions,
+} from '../lease-store';
 import { LeadershipError } from '../../leadership-error';
 import { ChangeListeners } from '../change-listeners';
 import { toLeadershipError } from './postgres-error';
@@ -266,7 +278,10 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
   private schemaReady: Promise<void> | undefined;
   /** Set once a candidate found it may write the table (see `mayCampaign`). */
   private writable: Promise<void> | undefined;
-  private readonly listeners = new ChangeListeners(() => this.startListening(), () => this.stopListening());
+  private readonly listeners = new ChangeListeners(
+    () => this.startListening(),
+    () => this.stopListening(),
+  );
   /** The connection that listens (and carries the statements), once there is one. */
   private listening: Session | undefined;
   /** The session being opened, if it is. */
@@ -316,7 +331,15 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
         const [seen] = await this.query<Row>(this.statements.read, [slot]);
         if (seen !== undefined && seen.holder !== holder && stands(seen, over)) return answer(false, seen);
       }
-      const parameters = [slot, holder, expiresAfter, this.payloads.elected, over?.holder ?? null, over?.term ?? null, over?.expiresAt ?? null];
+      const parameters = [
+        slot,
+        holder,
+        expiresAfter,
+        this.payloads.elected,
+        over?.holder ?? null,
+        over?.term ?? null,
+        over?.expiresAt ?? null,
+      ];
       const [taken] = waitForLock ? await this.query<Row>(this.statements.take, parameters) : await this.takeInCrowd(parameters);
       if (taken !== undefined) {
         void this.leaveStandby(slot, holder).catch(nothing); // a leader is nobody's standby
@@ -550,7 +573,10 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
       const { table, termSequence } = this.qualified;
       const [found] = await this.query<Privileges>(this.statements.privileges, [table, termSequence]);
       if (found.standby) {
-        throw new LeadershipError('DATABASE_READONLY', 'The server is a standby, which accepts no writes: candidates must connect to the primary');
+        throw new LeadershipError(
+          'DATABASE_READONLY',
+          'The server is a standby, which accepts no writes: candidates must connect to the primary',
+        );
       }
       const missing: string[] = [];
       if (found.missing.length > 0) missing.push(`${found.missing.join(', ')} on ${table}`);
@@ -653,7 +679,11 @@ export class PostgresLeaseStore implements LeaseStore, LeaseReader {
         // Statements sent before run first; a broken connection is destroyed, a good one goes
         // back to the pool, with neither a LISTEN nor an advisory lock left on it.
         if (error !== undefined) release(error);
-        else this.onTurn(() => client.query('UNLISTEN *; SELECT pg_advisory_unlock_all()')).then(() => release(), (failed: Error) => release(failed));
+        else
+          this.onTurn(() => client.query('UNLISTEN *; SELECT pg_advisory_unlock_all()')).then(
+            () => release(),
+            (failed: Error) => release(failed),
+          );
       },
     };
     client.on('error', session.close);

@@ -76,14 +76,19 @@ async function describeTable(pool: Pool, names: PostgresLeaseTable): Promise<'co
   const found = Object.fromEntries(rows.map((row) => [row.column_name, row.data_type]));
   const wrong = Object.entries(expectedColumns).filter(([column, type]) => found[column] !== type);
   if (wrong.length > 0) {
-    const shape = Object.entries(expectedColumns).map(([column, type]) => `${column} ${type}`).join(', ');
+    const shape = Object.entries(expectedColumns)
+      .map(([column, type]) => `${column} ${type}`)
+      .join(', ');
     throw new LeadershipError(
       'SCHEMA_MISMATCH',
       `${table} exists with another shape: expected ${shape}; got ${rows.map((row) => `${row.column_name} ${row.data_type}`).join(', ')}`,
     );
   }
   if (found.lease_ms !== undefined && found.lease_ms !== 'bigint') {
-    throw new LeadershipError('SCHEMA_MISMATCH', `${table} exists with another shape: expected lease_ms bigint; got lease_ms ${found.lease_ms}`);
+    throw new LeadershipError(
+      'SCHEMA_MISMATCH',
+      `${table} exists with another shape: expected lease_ms bigint; got lease_ms ${found.lease_ms}`,
+    );
   }
   // A missing sequence or length is created with the rest.
   return rows[0].sequence && found.lease_ms !== undefined ? 'complete' : 'incomplete';

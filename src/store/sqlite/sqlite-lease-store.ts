@@ -4,7 +4,19 @@ import { resolve } from 'node:path';
 import { LeadershipError } from '../../leadership-error';
 import { Lease } from '../../leadership-event';
 import { checkLease } from '../lease-check';
-import { AcquireOptions, AcquireResult, ChangeOrigin, ClockReading, isTenure, LeaseChange, LeaseReader, LeaseRecord, LeaseStore, LeaseView, TenureWatch } from '../lease-store';
+import {
+  AcquireOptions,
+  AcquireResult,
+  ChangeOrigin,
+  ClockReading,
+  isTenure,
+  LeaseChange,
+  LeaseReader,
+  LeaseRecord,
+  LeaseStore,
+  LeaseView,
+  TenureWatch,
+} from '../lease-store';
 import { ChangeListeners } from '../change-listeners';
 import { toLeadershipError } from './sqlite-error';
 import { installSqliteSchema } from './sqlite-schema';
@@ -45,8 +57,12 @@ function leaseJoin({ deadlines = true } = {}): string {
  * numbers).
  */
 function remaining({ deadlines = true } = {}): string {
-  return `CASE${deadlines ? `
-      WHEN deadline.clock = @clock THEN deadline.expires_at - @now` : ''}
+  return `CASE${
+    deadlines
+      ? `
+      WHEN deadline.clock = @clock THEN deadline.expires_at - @now`
+      : ''
+  }
       WHEN typeof(lease.expires_at) IN ('integer', 'real') THEN lease.expires_at - @wall
       ELSE -1 END`;
 }
@@ -183,7 +199,10 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
   private readOnly: Statement<[Judged], LeaseRow> | undefined;
   /** The file this connection opened, as the file system knew it then. */
   private file: { dev: number; ino: number } | undefined;
-  private readonly listeners = new ChangeListeners(() => this.startWatching(), () => this.stopWatching());
+  private readonly listeners = new ChangeListeners(
+    () => this.startWatching(),
+    () => this.stopWatching(),
+  );
   private watcher: FSWatcher | undefined;
   /** The connection's settings that `checkConnection` asks for, prepared once. */
   private settings: { lockingMode: Statement<[], string>; journalMode: Statement<[], string> } | undefined;
@@ -209,13 +228,25 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
    * give up: each of the crowd asks for the write lock at once instead, one gets it, and the
    * others meet it taken and hold no lock at all while it commits.
    */
-  acquire(slot: number, holder: string, now: ClockReading, expiresAfter: number, { waitForLock = true, ended }: AcquireOptions = {}): AcquireResult {
+  acquire(
+    slot: number,
+    holder: string,
+    now: ClockReading,
+    expiresAfter: number,
+    { waitForLock = true, ended }: AcquireOptions = {},
+  ): AcquireResult {
     return this.guard((statements) => {
       const answer = (acquired: boolean, row: LeaseRow): AcquireResult => ({ acquired, ...viewOf(row) });
       const judged = { slot, ...now };
       const seen = waitForLock ? statements.read.get(judged) : undefined;
       if (seen !== undefined && seen.holder !== holder && seen.expiresIn >= 0 && !isTenure(seen, ended)) return answer(false, seen);
-      const parameters = { ...judged, holder, expiresAt: now.wall + expiresAfter, endedHolder: ended?.holder ?? null, endedTerm: ended?.term ?? null };
+      const parameters = {
+        ...judged,
+        holder,
+        expiresAt: now.wall + expiresAfter,
+        endedHolder: ended?.holder ?? null,
+        endedTerm: ended?.term ?? null,
+      };
       let taken: { acquired: boolean; lease: LeaseRow };
       try {
         taken = statements.acquire.immediate(parameters, deadlineOf(now, expiresAfter));
@@ -462,7 +493,6 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
       );
     }
   }
-
 
   /**
    * Watches the signal file, creating it first if it is missing (on a read-only connection
