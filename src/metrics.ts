@@ -40,10 +40,14 @@ function meterOf(options: LeadershipMetricsOptions): { meter: Meter; attributes:
   expectConfig(options, ['meter', 'attributes']);
   if (options.meter !== undefined) expectObject('meter', options.meter, 'an OpenTelemetry Meter');
   if (options.attributes !== undefined) expectObject('attributes', options.attributes, 'OpenTelemetry attributes');
-  // Loaded only by those who give no meter: the main entry never loads it, and this one only then.
+  return { meter: options.meter ?? defaultMeter(), attributes: options.attributes ?? {} };
+}
+
+/** OpenTelemetry's global meter, loaded only by those who give no meter: the main entry never loads it. */
+function defaultMeter(): Meter {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const meter = options.meter ?? (require('@opentelemetry/api') as typeof import('@opentelemetry/api')).metrics.getMeter('observe-leadership');
-  return { meter, attributes: options.attributes ?? {} };
+  const api = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
+  return api.metrics.getMeter('observe-leadership');
 }
 
 /**
@@ -76,10 +80,22 @@ export function leadershipMetrics(options: LeadershipMetricsOptions = {}): Leade
     description: 'Whether a candidate of this process leads the slot (1) or not (0)',
     unit: '{leader}',
   });
-  const campaigning = meter.createObservableGauge(metricNames.candidates, { description: 'Candidates of this process campaigning for the slot', unit: '{candidate}' });
-  const term = meter.createObservableGauge(metricNames.term, { description: 'The term of the tenure a candidate of this process holds (0 while none leads)', unit: '{term}' });
-  const elections = meter.createCounter(metricNames.elections, { description: 'Tenures the candidates of this process began', unit: '{election}' });
-  const losses = meter.createCounter(metricNames.losses, { description: 'Tenures the candidates of this process lost, by reason', unit: '{loss}' });
+  const campaigning = meter.createObservableGauge(metricNames.candidates, {
+    description: 'Candidates of this process campaigning for the slot',
+    unit: '{candidate}',
+  });
+  const term = meter.createObservableGauge(metricNames.term, {
+    description: 'The term of the tenure a candidate of this process holds (0 while none leads)',
+    unit: '{term}',
+  });
+  const elections = meter.createCounter(metricNames.elections, {
+    description: 'Tenures the candidates of this process began',
+    unit: '{election}',
+  });
+  const losses = meter.createCounter(metricNames.losses, {
+    description: 'Tenures the candidates of this process lost, by reason',
+    unit: '{loss}',
+  });
   const errors = meter.createCounter(metricNames.errors, { description: 'Transient database errors, by code', unit: '{error}' });
   const renewals = meter.createHistogram(metricNames.renewalDuration, {
     description: 'From sending a renewal to its answer',
@@ -87,7 +103,9 @@ export function leadershipMetrics(options: LeadershipMetricsOptions = {}): Leade
     // From a SQLite file in WAL (tens of µs) and in a rollback journal (ms) to PostgreSQL
     // across a network (ms) and a struggling one (seconds).
     advice: {
-      explicitBucketBoundaries: [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      explicitBucketBoundaries: [
+        0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+      ],
     },
   });
   /** Every slot a candidate of this process ever campaigned for: its labels, and the candidates campaigning now. */
@@ -154,10 +172,22 @@ export function leadershipMetrics(options: LeadershipMetricsOptions = {}): Leade
  */
 export function leaderMetrics(options: LeadershipMetricsOptions = {}): LeaderInstrument {
   const { meter, attributes } = meterOf(options);
-  const present = meter.createObservableGauge(metricNames.observedLeader, { description: 'Whether the slot has a leader (1) or not (0), as watched', unit: '{leader}' });
-  const term = meter.createObservableGauge(metricNames.observedTerm, { description: "The leader's term, as watched (0 while nobody leads)", unit: '{term}' });
-  const leaderless = meter.createObservableCounter(metricNames.leaderless, { description: 'Time the slot went without a leader while watched', unit: 's' });
-  const elections = meter.createCounter(metricNames.observedElections, { description: 'New tenures seen while watched', unit: '{election}' });
+  const present = meter.createObservableGauge(metricNames.observedLeader, {
+    description: 'Whether the slot has a leader (1) or not (0), as watched',
+    unit: '{leader}',
+  });
+  const term = meter.createObservableGauge(metricNames.observedTerm, {
+    description: "The leader's term, as watched (0 while nobody leads)",
+    unit: '{term}',
+  });
+  const leaderless = meter.createObservableCounter(metricNames.leaderless, {
+    description: 'Time the slot went without a leader while watched',
+    unit: 's',
+  });
+  const elections = meter.createCounter(metricNames.observedElections, {
+    description: 'New tenures seen while watched',
+    unit: '{election}',
+  });
   interface Watch {
     state?: LeaderState;
     leaderlessMs: number;
@@ -178,7 +208,8 @@ export function leaderMetrics(options: LeadershipMetricsOptions = {}): LeaderIns
     const now = performance.now();
     for (const { labels, watches } of slots.values()) {
       const [watch] = watches;
-      if (watch !== undefined) result.observe((watch.leaderlessMs + (watch.leaderlessSince === undefined ? 0 : now - watch.leaderlessSince)) / 1000, labels);
+      if (watch !== undefined)
+        result.observe((watch.leaderlessMs + (watch.leaderlessSince === undefined ? 0 : now - watch.leaderlessSince)) / 1000, labels);
     }
   });
 
@@ -198,7 +229,8 @@ export function leaderMetrics(options: LeadershipMetricsOptions = {}): LeaderIns
         record: (state) => {
           // A tenure that began while watched: the one found at the first read may be old.
           const previous = watch.state;
-          if (previous !== undefined && state.holder !== null && (state.holder !== previous.holder || state.term !== previous.term)) elections.add(1, labels);
+          if (previous !== undefined && state.holder !== null && (state.holder !== previous.holder || state.term !== previous.term))
+            elections.add(1, labels);
           const now = performance.now();
           if (watch.leaderlessSince !== undefined) watch.leaderlessMs += now - watch.leaderlessSince;
           watch.leaderlessSince = state.holder === null ? now : undefined;
