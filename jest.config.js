@@ -13,6 +13,7 @@ const unit = [
   'spec/chaos/history.spec.ts',
   'spec/fenced.spec.ts',
   'spec/health.spec.ts',
+  'spec/layers.spec.ts',
   'spec/leadership-config.spec.ts',
   'spec/metrics.spec.ts',
   'spec/observe-leadership.spec.ts',

@@ -9,7 +9,7 @@ import { eventually } from '../chaos/eventually';
 import { healthAnswer, healthPort, loopDelay } from '../chaos/worker-probes';
 import { sleep } from '../chaos/worker-process';
 import { performance } from 'node:perf_hooks';
-import { readClocks, monotonicScheduler } from '../src/campaign/monotonic-scheduler';
+import { readClocks, monotonicScheduler } from '../src/core/monotonic-scheduler';
 import { sqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
 import { Cluster, Distribution, distribution, Timing } from './cluster';
 

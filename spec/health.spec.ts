@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { LeadershipError, leaderHealth, leadershipHealth, observeLeader, observeLeadership } from '../src';
-import { leaderMetrics, leadershipMetrics } from '../src/metrics';
+import { leaderMetrics, leadershipMetrics } from '../src/surface/metrics';
 import { eventually } from '../chaos/eventually';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 

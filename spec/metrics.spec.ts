@@ -4,7 +4,7 @@ import { Subscription } from 'rxjs';
 import { eventually } from '../chaos/eventually';
 import { freePort } from '../chaos/postgres-server';
 import { LeaderState, LeadershipEvent, LeadershipInstrument, observeLeader, observeLeadership } from '../src';
-import { leaderMetrics, leadershipMetrics } from '../src/metrics';
+import { leaderMetrics, leadershipMetrics } from '../src/surface/metrics';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 
 // The OpenTelemetry SDK with its Prometheus exporter, as an application wires them, and a

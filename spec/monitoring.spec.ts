@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { Subscription } from 'rxjs';
 import { Cluster } from '../bench/cluster';
 import { observeLeader } from '../src';
-import { leaderMetrics } from '../src/metrics';
+import { leaderMetrics } from '../src/surface/metrics';
 import { eventually } from '../chaos/eventually';
 import { freePort } from '../chaos/postgres-server';
 import type { WorkerProcess } from '../chaos/worker-process';

@@ -1,15 +1,23 @@
-export { observeLeadership } from './observe-leadership';
-export { observeLeader } from './observe-leader';
-export { fenced } from './fenced';
-export { whileLeader } from './operators/while-leader';
-export { isLeader } from './operators/is-leader';
-export { holdsLease } from './holds-lease';
-export { LeadershipError } from './leadership-error';
-export type { LeadershipErrorCode } from './leadership-error';
-export type { LeadershipConfig } from './leadership-config';
-export type { LeaderState, ObserveLeaderConfig } from './observe-leader';
-export type { ElectedEvent, Lease, LeadershipErrorEvent, LeadershipEvent, LostEvent, LostReason, RenewedEvent } from './leadership-event';
-export type { FencingStore } from './fenced';
+export { observeLeadership } from './surface/observe-leadership';
+export { observeLeader } from './surface/observe-leader';
+export { fenced } from './surface/fenced';
+export { whileLeader } from './surface/operators/while-leader';
+export { isLeader } from './surface/operators/is-leader';
+export { holdsLease } from './surface/holds-lease';
+export { LeadershipError } from './core/leadership-error';
+export type { LeadershipErrorCode } from './core/leadership-error';
+export type { LeadershipConfig } from './surface/leadership-config';
+export type { ObserveLeaderConfig } from './surface/observe-leader';
+export type { LeaderState } from './surface/leader-state';
+export type {
+  ElectedEvent,
+  Lease,
+  LeadershipErrorEvent,
+  LeadershipEvent,
+  LostEvent,
+  LostReason,
+  RenewedEvent,
+} from './core/leadership-event';
 export type {
   CandidateRecording,
   InstrumentedCandidate,
@@ -18,8 +26,8 @@ export type {
   LeaderInstrument,
   LeaderRecording,
   LeadershipInstrument,
-} from './instrument';
-export { leaderHealth, leadershipHealth } from './health';
+} from './surface/instrument';
+export { leaderHealth, leadershipHealth } from './surface/health';
 export type {
   CandidateHealth,
   HealthReport,
@@ -29,13 +37,14 @@ export type {
   LeadershipHealth,
   LeadershipHealthOptions,
   WatchHealth,
-} from './health';
+} from './surface/health';
 export type {
   AcquireOptions,
   AcquireResult,
   ChangeOrigin,
   ClockReading,
   Eventually,
+  FencingStore,
   LeaseChange,
   LeaseReader,
   LeaseRecord,

@@ -1,6 +1,6 @@
 import { SchedulerLike, Subscription } from 'rxjs';
-import { LeadershipError } from '../leadership-error';
-import { Lease, LeadershipEvent, LostReason } from '../leadership-event';
+import { LeadershipError } from '../core/leadership-error';
+import { Lease, LeadershipEvent, LostReason } from '../core/leadership-event';
 import type { LeaseRecord } from '../store/lease-store';
 import {
   AcquireResult,
@@ -16,7 +16,7 @@ import {
 } from '../store/lease-store';
 import { LeaseObservation } from './lease-observation';
 import { LockRetry } from './lock-retry';
-import { readClocks } from './monotonic-scheduler';
+import { readClocks } from '../core/monotonic-scheduler';
 
 /**
  * How many followers of a slot stand by: they watch for releases and take the slot within

@@ -1,4 +1,4 @@
-import type { SlotStatus } from './status-command';
+import type { SlotStatus } from './slot-status';
 
 /** A label value as the Prometheus text format wants it: backslash, quote and newline escaped. */
 function labelValue(value: string): string {

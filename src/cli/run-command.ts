@@ -2,9 +2,9 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import { Observable, Subscription } from 'rxjs';
-import { MAX_DELAY } from '../argument-check';
-import { ElectedEvent } from '../leadership-event';
-import { observeLeadership } from '../observe-leadership';
+import { MAX_DELAY } from '../core/argument-check';
+import { ElectedEvent } from '../core/leadership-event';
+import { observeLeadership } from '../surface/observe-leadership';
 import { CliError, exitCode, integerOption, parseArguments } from './cli-arguments';
 import { openDatabase } from './open-database';
 

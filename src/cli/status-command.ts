@@ -1,27 +1,9 @@
 import { CliError, exitCode, integerOption, parseArguments } from './cli-arguments';
 import { prometheusText } from './prometheus-text';
+import type { SlotStatus } from './slot-status';
 import { noTableError, openDatabase } from './open-database';
 import { describeDuration } from './time-text';
 import type { LeaseView } from '../store/lease-store';
-
-/** What `status` tells of a slot: the row as stored, and whether its lease stands now. */
-export interface SlotStatus {
-  readonly slot: number;
-  readonly holder: string | null;
-  readonly term: number | null;
-  readonly expiresAt: number | null;
-  /** Ms until the lease expires, by the clock that wrote it; negative once it has. */
-  readonly expiresIn: number | null;
-  /**
-   * Whether the lease stands now; `null` where one look cannot tell: on PostgreSQL, when
-   * the server's clock says the lease ended, or has more left than its length, which a step
-   * of that clock also makes it say (candidates take it only once they watched it
-   * unchanged for its length).
-   */
-  readonly live: boolean | null;
-  /** On PostgreSQL, the lease's length as its holder wrote it. */
-  readonly length?: number;
-}
 
 /**
  * `status <db> [--slot N] [--json | --prometheus]`: who holds the slot, for which term,

@@ -1,6 +1,7 @@
 import { Observable } from 'rxjs';
-import { MAX_DELAY } from '../argument-check';
-import { LeaderState, observeLeader } from '../observe-leader';
+import { MAX_DELAY } from '../core/argument-check';
+import type { LeaderState } from '../surface/leader-state';
+import { observeLeader } from '../surface/observe-leader';
 import { exitCode, integerOption, parseArguments } from './cli-arguments';
 import { openDatabase } from './open-database';
 import { prometheusText } from './prometheus-text';

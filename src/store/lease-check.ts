@@ -1,5 +1,5 @@
-import { LeadershipError } from '../leadership-error';
-import { Lease } from '../leadership-event';
+import { LeadershipError } from '../core/leadership-error';
+import { Lease } from '../core/leadership-event';
 import { LeaseRecord } from './lease-store';
 
 /**

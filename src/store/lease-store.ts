@@ -1,5 +1,6 @@
-import { LeadershipError } from '../leadership-error';
-import { Lease } from '../leadership-event';
+import type { ClockReading } from '../core/monotonic-scheduler';
+import { LeadershipError } from '../core/leadership-error';
+import { Lease } from '../core/leadership-event';
 
 /**
  * What a store throws when the lock an operation needs is held by another connection and it
@@ -13,21 +14,7 @@ export class LockTaken extends LeadershipError {
   }
 }
 
-/**
- * One reading of the clocks that time leases, taken when an operation is sent. Stores whose
- * server keeps the time (PostgreSQL) ignore it.
- */
-export interface ClockReading {
-  /**
-   * Which clock `now` is on. Readings of clocks with the same name can be compared, in any
-   * process: the default's is the host's monotonic clock, named by its boot.
-   */
-  readonly clock: string;
-  /** Ms on that clock, which never jumps. */
-  readonly now: number;
-  /** Unix ms by the wall clock, which may step: what the original worker writes and compares. */
-  readonly wall: number;
-}
+export type { ClockReading };
 
 /** A slot's row as stored: who holds it, for which term, until when (Unix ms, by the store's clock). */
 export interface LeaseRecord {
@@ -224,4 +211,10 @@ export interface LeaseStore {
    * the same by itself. Never throws.
    */
   endTenure?(lease: Lease): void;
+}
+
+/** A lease store whose fenced work is asynchronous and gets a client: PostgreSQL's. */
+export interface FencingStore<Client> {
+  /** Runs `work` in one transaction that first checks that `lease` still holds (see `fenced`). */
+  fenced<T>(lease: Lease, work: (client: Client) => Promise<T>): Promise<T>;
 }

@@ -1,4 +1,4 @@
-import { LeadershipError, LeadershipErrorCode } from '../../leadership-error';
+import { LeadershipError, LeadershipErrorCode } from '../../core/leadership-error';
 
 /**
  * Turns what `pg` threw or rejected with into a `LeadershipError` whose code says whether it

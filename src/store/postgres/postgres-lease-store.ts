@@ -1,7 +1,7 @@
 import type { Pool, PoolClient, QueryConfig, QueryResult, QueryResultRow } from 'pg';
 import { ulid } from 'ulid';
-import { argumentError, expectConfig, expectInteger, expectObject, expectString, MAX_DELAY } from '../../argument-check';
-import { Lease } from '../../leadership-event';
+import { argumentError, expectConfig, expectInteger, expectObject, expectString, MAX_DELAY } from '../../core/argument-check';
+import { Lease } from '../../core/leadership-event';
 import { checkLease } from '../lease-check';
 import {
   AcquireOptions,
@@ -16,7 +16,7 @@ import {
   LockTaken,
   WatchOptions,
 } from '../lease-store';
-import { LeadershipError } from '../../leadership-error';
+import { LeadershipError } from '../../core/leadership-error';
 import { ChangeListeners } from '../change-listeners';
 import { toLeadershipError } from './postgres-error';
 import { installPostgresSchema, PostgresLeaseTable, qualifiedNames } from './postgres-schema';

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { LeadershipError } from '../../leadership-error';
+import { LeadershipError } from '../../core/leadership-error';
 import { inTransaction } from './postgres-transaction';
 
 /** Where the leases live: a table of the user's naming, and its term sequence beside it. */

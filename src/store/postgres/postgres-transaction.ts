@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import { LeadershipError } from '../../leadership-error';
+import { LeadershipError } from '../../core/leadership-error';
 
 /**
  * Runs `work` with a client of `pool` inside one transaction: commits what it did if it

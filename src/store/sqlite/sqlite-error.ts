@@ -1,5 +1,5 @@
 import type { Database } from 'better-sqlite3';
-import { LeadershipError } from '../../leadership-error';
+import { LeadershipError } from '../../core/leadership-error';
 import { LockTaken } from '../lease-store';
 
 /**

@@ -1,8 +1,8 @@
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import { FSWatcher, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { LeadershipError } from '../../leadership-error';
-import { Lease } from '../../leadership-event';
+import { LeadershipError } from '../../core/leadership-error';
+import { Lease } from '../../core/leadership-event';
 import { checkLease } from '../lease-check';
 import {
   AcquireOptions,

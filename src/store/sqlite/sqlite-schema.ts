@@ -1,5 +1,5 @@
 import type { Database } from 'better-sqlite3';
-import { LeadershipError } from '../../leadership-error';
+import { LeadershipError } from '../../core/leadership-error';
 
 /*
  * The lease table is exactly the original worker's, so that its three statements keep

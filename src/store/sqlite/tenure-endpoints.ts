@@ -3,7 +3,7 @@ import { chmodSync, chownSync, lstatSync, Stats, statSync, unlinkSync } from 'no
 import { connect, createServer, Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Lease } from '../../leadership-event';
+import { Lease } from '../../core/leadership-event';
 import { TenureWatch } from '../lease-store';
 
 /**

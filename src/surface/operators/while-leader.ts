@@ -1,7 +1,7 @@
 import { EMPTY, filter, from, ObservableInput, OperatorFunction, switchMap, takeWhile } from 'rxjs';
-import { argumentError } from '../argument-check';
+import { argumentError } from '../../core/argument-check';
 import { beliefOf } from '../candidate-registry';
-import { ElectedEvent, LeadershipEvent, LostEvent } from '../leadership-event';
+import { ElectedEvent, LeadershipEvent, LostEvent } from '../../core/leadership-event';
 
 /**
  * Runs `project(lease)` for each tenure: subscribes to it on `elected`, unsubscribes it on

@@ -1,5 +1,5 @@
 import { distinctUntilChanged, filter, map, OperatorFunction, startWith } from 'rxjs';
-import { LeadershipEvent } from '../leadership-event';
+import { LeadershipEvent } from '../../core/leadership-event';
 
 /**
  * Whether this candidate leads, as a boolean stream without repeats: `false` at once on

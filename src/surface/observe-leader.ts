@@ -1,13 +1,14 @@
 import type { Database } from 'better-sqlite3';
 import { Observable, SchedulerLike, Subscription } from 'rxjs';
-import { expectConfig, expectDatabase, expectInteger, expectScheduler, isLeaseReader, MAX_DELAY } from './argument-check';
-import { LeadershipError } from './leadership-error';
+import { expectConfig, expectDatabase, expectInteger, expectScheduler, isLeaseReader, MAX_DELAY } from '../core/argument-check';
+import { LeadershipError } from '../core/leadership-error';
 import { beginAll, expectInstrument, LeaderInstrument } from './instrument';
-import { LeaseObservation } from './campaign/lease-observation';
-import { monotonicScheduler, readClocks } from './campaign/monotonic-scheduler';
-import { LockRetry } from './campaign/lock-retry';
-import { Eventually, isPromiseLike, LeaseReader, LeaseView, LockTaken } from './store/lease-store';
-import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
+import type { LeaderState } from './leader-state';
+import { LeaseObservation } from '../campaign/lease-observation';
+import { monotonicScheduler, readClocks } from '../core/monotonic-scheduler';
+import { LockRetry } from '../campaign/lock-retry';
+import { Eventually, isPromiseLike, LeaseReader, LeaseView, LockTaken } from '../store/lease-store';
+import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 
 /** Options of `observeLeader`. */
 export interface ObserveLeaderConfig {
@@ -36,21 +37,6 @@ export interface ObserveLeaderConfig {
    * @default none
    */
   instrument?: LeaderInstrument | readonly LeaderInstrument[];
-}
-
-/** Who holds a slot, as an observer sees it at one moment. */
-export interface LeaderState {
-  /** Which election. */
-  readonly slot: number;
-  /** The leader: the holder of a lease that has not expired; `null` when nobody leads. */
-  readonly holder: string | null;
-  /** The leader's term; `null` when nobody leads. */
-  readonly term: number | null;
-  /**
-   * When the leader's lease ends unless it renews (Unix ms, as stored: on PostgreSQL, by
-   * the server's clock); `null` when nobody leads.
-   */
-  readonly expiresAt: number | null;
 }
 
 const knownOptions = ['slot', 'pollEvery', 'scheduler', 'instrument'];

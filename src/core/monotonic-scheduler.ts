@@ -2,7 +2,22 @@ import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { asyncScheduler, SchedulerLike } from 'rxjs';
 import { ulid } from 'ulid';
-import { ClockReading } from '../store/lease-store';
+
+/**
+ * One reading of the clocks that time leases, taken when an operation is sent. Stores whose
+ * server keeps the time (PostgreSQL) ignore it.
+ */
+export interface ClockReading {
+  /**
+   * Which clock `now` is on. Readings of clocks with the same name can be compared, in any
+   * process: the default's is the host's monotonic clock, named by its boot.
+   */
+  readonly clock: string;
+  /** Ms on that clock, which never jumps. */
+  readonly now: number;
+  /** Unix ms by the wall clock, which may step: what the original worker writes and compares. */
+  readonly wall: number;
+}
 
 /**
  * `asyncScheduler`'s timers on a clock that never jumps: milliseconds since the process

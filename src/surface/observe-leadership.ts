@@ -1,15 +1,15 @@
 import type { Database } from 'better-sqlite3';
 import { Observable } from 'rxjs';
 import { ulid } from 'ulid';
-import { expectDatabase, isLeaseStore } from './argument-check';
-import { Campaign } from './campaign/campaign';
-import { monotonicScheduler } from './campaign/monotonic-scheduler';
+import { expectDatabase, isLeaseStore } from '../core/argument-check';
+import { Campaign } from '../campaign/campaign';
+import { monotonicScheduler } from '../core/monotonic-scheduler';
 import { enrollBeliever, enrollCandidate } from './candidate-registry';
 import { LeadershipConfig, resolveLeadershipConfig } from './leadership-config';
 import { beginAll } from './instrument';
-import { LeadershipEvent } from './leadership-event';
-import type { LeaseStore } from './store/lease-store';
-import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
+import { LeadershipEvent } from '../core/leadership-event';
+import type { LeaseStore } from '../store/lease-store';
+import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 
 /**
  * Campaigns for leadership of a slot in a shared SQLite database (a better-sqlite3

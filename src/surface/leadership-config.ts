@@ -1,6 +1,6 @@
 import { SchedulerLike } from 'rxjs';
 import { expectInstrument, LeadershipInstrument } from './instrument';
-import { argumentError, expectConfig, expectInteger, expectScheduler, expectString, MAX_DELAY } from './argument-check';
+import { argumentError, expectConfig, expectInteger, expectScheduler, expectString, MAX_DELAY } from '../core/argument-check';
 
 /** Options of {@link observeLeadership}. Every duration is in milliseconds. */
 export interface LeadershipConfig {

@@ -1,7 +1,7 @@
-import { expectConfig, expectInteger, MAX_DELAY } from './argument-check';
+import { expectConfig, expectInteger, MAX_DELAY } from '../core/argument-check';
 import { candidateClock } from './instrument';
 import type { InstrumentRecording, LeaderInstrument, LeaderRecording, LeadershipInstrument } from './instrument';
-import type { LeadershipEvent } from './leadership-event';
+import type { LeadershipEvent } from '../core/leadership-event';
 
 /** Options of {@link leadershipHealth}. */
 export interface LeadershipHealthOptions {

@@ -1,7 +1,7 @@
 import { beliefOf } from './candidate-registry';
-import { expectInteger, expectObject, expectString } from './argument-check';
+import { expectInteger, expectObject, expectString } from '../core/argument-check';
 import { MAX_HOLDER_LENGTH } from './leadership-config';
-import { Lease } from './leadership-event';
+import { Lease } from '../core/leadership-event';
 
 /**
  * Whether this process's candidate still believes, at this very moment, that it holds

@@ -1,10 +1,11 @@
 import type { Database } from 'better-sqlite3';
 import { SchedulerLike } from 'rxjs';
-import { monotonicScheduler, readClocks } from './campaign/monotonic-scheduler';
-import { argumentError, expectDatabase, expectInteger, expectObject, expectString } from './argument-check';
+import { monotonicScheduler, readClocks } from '../core/monotonic-scheduler';
+import { argumentError, expectDatabase, expectInteger, expectObject, expectString } from '../core/argument-check';
 import { MAX_HOLDER_LENGTH } from './leadership-config';
-import { Lease } from './leadership-event';
-import { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
+import { Lease } from '../core/leadership-event';
+import type { FencingStore } from '../store/lease-store';
+import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 
 /**
  * Runs `work` only if `lease` still holds, and commits its writes together with that proof.
@@ -60,10 +61,4 @@ export function fenced<T>(
   if (typeof work !== 'function') throw argumentError(TypeError, 'work', 'a function', work);
   if (store !== undefined) return store.fenced(lease, work as (client: unknown) => Promise<T>);
   return sqliteLeaseStore(db as Database).fenced(lease, () => readClocks(scheduler), work);
-}
-
-/** A lease store whose fenced work is asynchronous and gets a client: PostgreSQL's. */
-export interface FencingStore<Client> {
-  /** Runs `work` in one transaction that first checks that `lease` still holds (see {@link fenced}). */
-  fenced<T>(lease: Lease, work: (client: Client) => Promise<T>): Promise<T>;
 }

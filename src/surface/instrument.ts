@@ -1,8 +1,8 @@
-import type { LeadershipError } from './leadership-error';
-import type { LeadershipEvent } from './leadership-event';
-import type { LeaderState } from './observe-leader';
+import type { LeadershipError } from '../core/leadership-error';
+import type { LeadershipEvent } from '../core/leadership-event';
+import type { LeaderState } from './leader-state';
 import { performance } from 'node:perf_hooks';
-import { argumentError } from './argument-check';
+import { argumentError } from '../core/argument-check';
 
 /** What an instrument records of one subscription: each value it emits, then its end. */
 export interface InstrumentRecording<T> {
