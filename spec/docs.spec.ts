@@ -3,6 +3,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import { compilerSays, strictNode16, typescript } from './support/compiler';
+
 const root = join(__dirname, '..');
 
 /** README.md and every Markdown file under docs/, as paths relative to the repository. */
@@ -64,12 +66,7 @@ describe('code in README.md and docs/', () => {
         const block = tsBlocks[Number(index)];
         return `${block.document}:${block.line + Number(line)}:${column}`;
       };
-      try {
-        execFileSync(process.execPath, [tsc, ...options], { cwd: project, encoding: 'utf8' });
-        return '';
-      } catch (error) {
-        return (error as { stdout: string }).stdout.replace(/block-(\d+)\.ts\((\d+),(\d+)\)/g, where);
-      }
+      return compilerSays(tsc, options, project).replace(/block-(\d+)\.ts\((\d+),(\d+)\)/g, where);
     } finally {
       rmSync(project, { recursive: true, force: true });
     }
@@ -77,23 +74,9 @@ describe('code in README.md and docs/', () => {
 
   it("type-checks every ```ts block against the built package, with this repository's TypeScript (```ts partial blocks excepted)", () => {
     expect(tsBlocks.length).toBeGreaterThanOrEqual(5);
-    const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-    const messages = compileBlocks(tsc, (project) => {
+    const messages = compileBlocks(typescript.repository, (project) => {
       writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'docs', private: true }));
-      const files = tsBlocks.map((_, i) => `block-${i}.ts`);
-      return [
-        '--noEmit',
-        '--strict',
-        '--module',
-        'node16',
-        '--moduleResolution',
-        'node16',
-        '--target',
-        'es2022',
-        '--esModuleInterop',
-        '--skipLibCheck',
-        ...files,
-      ];
+      return [...strictNode16, '--esModuleInterop', '--skipLibCheck', ...tsBlocks.map((_, i) => `block-${i}.ts`)];
     });
     expect(messages).toBe('');
   }, 120_000);
@@ -102,7 +85,7 @@ describe('code in README.md and docs/', () => {
   // TypeScript writes (`verbatimModuleSyntax`, `exactOptionalPropertyTypes`, `nodenext`, ...),
   // installed beside the one ts-jest needs for this check alone.
   it('type-checks every ```ts block as a fresh ES module project with `tsc --init` of TypeScript 7 would', () => {
-    const tsc = join(root, 'node_modules', 'typescript-7', 'bin', 'tsc');
+    const tsc = typescript.newest;
     expect(execFileSync(process.execPath, [tsc, '--version'], { encoding: 'utf8' })).toMatch(/^Version 7\./);
     const messages = compileBlocks(tsc, (project) => {
       writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'docs', private: true, type: 'module' }));

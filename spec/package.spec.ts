@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventually } from '../chaos/eventually';
 import { freePort } from '../chaos/postgres-server';
+import { compilerSays, strictNode16, typescript } from './support/compiler';
 import { SpawnedScript } from './support/spawned-script';
 import { testDatabaseUrl, testSchema } from './support/postgres-database';
 
@@ -56,26 +57,7 @@ describe('the package, installed in a fresh project', () => {
     observeLeadership(db, { holder: 'packaged' }).pipe(take(1)).subscribe((event) => console.log(${api}, event.type, event.holder));`;
 
   /** What a strict TypeScript consumer's compiler says of `file` ('' when it compiles). */
-  const compile = (file: string) => {
-    const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-    const options = [
-      '--noEmit',
-      '--strict',
-      '--module',
-      'node16',
-      '--moduleResolution',
-      'node16',
-      '--target',
-      'es2022',
-      '--esModuleInterop',
-      file,
-    ];
-    try {
-      return execFileSync(process.execPath, [tsc, ...options], { cwd: project, encoding: 'utf8' });
-    } catch (error) {
-      return (error as { stdout: string }).stdout; // the compiler's messages
-    }
-  };
+  const compile = (file: string) => compilerSays(typescript.repository, [...strictNode16, '--esModuleInterop', file], project);
 
   it('ships only dist, examples, README, LICENSE and package.json', () => {
     const examples = readdirSync(join(root, 'examples')).map((name) => `examples/${name}`);
@@ -89,29 +71,8 @@ describe('the package, installed in a fresh project', () => {
     const examples = readdirSync(installed).filter((name) => name.endsWith('.js'));
     // Each says it is checked, so that an editor checks it too.
     expect(examples.filter((name) => !readFileSync(join(installed, name), 'utf8').includes('// @ts-check'))).toEqual([]);
-    const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-    const options = [
-      '--noEmit',
-      '--allowJs',
-      '--checkJs',
-      '--strict',
-      '--module',
-      'node16',
-      '--moduleResolution',
-      'node16',
-      '--target',
-      'es2022',
-      '--skipLibCheck',
-    ];
-    let messages = '';
-    try {
-      execFileSync(process.execPath, [tsc, ...options, ...examples.map((name) => join(installed, name))], {
-        cwd: project,
-        encoding: 'utf8',
-      });
-    } catch (error) {
-      messages = (error as { stdout: string }).stdout;
-    }
+    const options = [...strictNode16, '--allowJs', '--checkJs', '--skipLibCheck'];
+    const messages = compilerSays(typescript.repository, [...options, ...examples.map((name) => join(installed, name))], project);
     expect(messages).toBe('');
   });
 
@@ -279,15 +240,9 @@ describe('the package, installed in a fresh project', () => {
     const esm = join(project, 'esm');
     mkdirSync(esm);
     writeFileSync(join(esm, 'package.json'), JSON.stringify({ name: 'esm-consumer', private: true, type: 'module' }));
-    const tsc = join(root, 'node_modules', 'typescript-7', 'bin', 'tsc');
-    execFileSync(process.execPath, [tsc, '--init'], { cwd: esm, encoding: 'utf8' });
+    execFileSync(process.execPath, [typescript.newest, '--init'], { cwd: esm, encoding: 'utf8' });
     writeFileSync(join(esm, 'worker.ts'), worker);
-    let messages = '';
-    try {
-      execFileSync(process.execPath, [tsc, '-p', '.'], { cwd: esm, encoding: 'utf8' });
-    } catch (error) {
-      messages = (error as { stdout: string }).stdout;
-    }
+    const messages = compilerSays(typescript.newest, ['-p', '.'], esm);
     expect(messages).toBe('');
     expect(existsSync(join(esm, 'worker.js'))).toBe(true);
 
