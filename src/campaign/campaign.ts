@@ -17,6 +17,7 @@ import {
 import { LeaseObservation } from './lease-observation';
 import { LockRetry } from './lock-retry';
 import { readClocks } from '../core/monotonic-scheduler';
+import { stands } from '../store/lease-check';
 
 /**
  * How many followers of a slot stand by: they watch for releases and take the slot within
@@ -297,7 +298,7 @@ export class Campaign {
    * The other followers rely on the standbys.
    */
   private watchLeader(lease: LeaseRecord, expiresIn: number): void {
-    const wanted = this.store.watchTenure !== undefined && this.standby === 'held' && expiresIn >= 0 && lease.holder !== this.holder;
+    const wanted = this.store.watchTenure !== undefined && this.standby === 'held' && stands(expiresIn) && lease.holder !== this.holder;
     const current = this.leaderWatch;
     if (wanted && current !== undefined && isTenure(lease, current.lease) && current.watch.watching) return;
     this.unwatchLeader();

@@ -4,6 +4,7 @@ import type { SlotStatus } from './slot-status';
 import { noTableError, openDatabase } from './open-database';
 import { describeDuration } from './time-text';
 import type { LeaseView } from '../store/lease-store';
+import { stands } from '../store/lease-check';
 
 /**
  * `status <db> [--slot N] [--json | --prometheus]`: who holds the slot, for which term,
@@ -42,15 +43,15 @@ export async function statusCommand(argv: readonly string[], print: (line: strin
 
 /** Whether the lease of `view` stands, as far as one look can tell (see `SlotStatus.live`). */
 function liveness({ expiresIn, observeFor }: LeaseView): boolean | null {
-  if (observeFor === undefined) return expiresIn >= 0; // a clock that cannot jump said it
-  return expiresIn >= 0 && expiresIn <= observeFor ? true : null;
+  if (observeFor === undefined) return stands(expiresIn); // a clock that cannot jump said it
+  return stands(expiresIn) && expiresIn <= observeFor ? true : null;
 }
 
 function statusLines({ slot, holder, term, expiresAt, expiresIn, live, length }: SlotStatus): string[] {
   if (holder === null || expiresAt === null || expiresIn === null) {
     return [`slot     ${slot}`, 'holder   (none: the slot is free)', 'live     no'];
   }
-  const when = expiresIn >= 0 ? `in ${describeDuration(expiresIn)}` : `${describeDuration(-expiresIn)} ago`;
+  const when = stands(expiresIn) ? `in ${describeDuration(expiresIn)}` : `${describeDuration(-expiresIn)} ago`;
   return [
     `slot     ${slot}`,
     `holder   ${holder}`,

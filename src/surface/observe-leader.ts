@@ -9,6 +9,7 @@ import { monotonicScheduler, readClocks } from '../core/monotonic-scheduler';
 import { LockRetry } from '../campaign/lock-retry';
 import { Eventually, isPromiseLike, LeaseReader, LeaseView, LockTaken } from '../store/lease-store';
 import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
+import { stands } from '../store/lease-check';
 
 /** Options of `observeLeader`. */
 export interface ObserveLeaderConfig {
@@ -151,7 +152,7 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
 }
 
 function stateOf(slot: number, view: LeaseView | undefined, expiresIn: number): LeaderState {
-  return view !== undefined && expiresIn >= 0
+  return view !== undefined && stands(expiresIn)
     ? { slot, holder: view.lease.holder, term: view.lease.term, expiresAt: view.lease.expiresAt }
     : { slot, holder: null, term: null, expiresAt: null };
 }

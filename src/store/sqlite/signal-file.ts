@@ -1,4 +1,6 @@
-import { closeSync, constants, fchmodSync, fchownSync, FSWatcher, openSync, statSync, watch, writeSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, fchownSync, FSWatcher, openSync, watch, writeSync } from 'node:fs';
+
+import { accessOf, grant } from './sidecar-access';
 
 const oneByte = Buffer.from('\n');
 
@@ -78,12 +80,15 @@ export class SignalFile {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
-    const { mode, uid, gid } = statSync(this.database);
+    const access = accessOf(this.database);
     try {
-      const fd = openSync(this.path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode & 0o666);
+      const fd = openSync(this.path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, access.mode);
       try {
-        fchmodSync(fd, mode & 0o666); // what the umask took away
-        if (process.getuid?.() === 0) fchownSync(fd, uid, gid);
+        grant(
+          access,
+          (mode) => fchmodSync(fd, mode),
+          (uid, gid) => fchownSync(fd, uid, gid),
+        );
       } catch {
         // A file system without owners or modes: the file works as it is for this process.
       }

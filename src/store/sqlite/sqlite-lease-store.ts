@@ -3,7 +3,7 @@ import { FSWatcher, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { LeadershipError } from '../../core/leadership-error';
 import { Lease } from '../../core/leadership-event';
-import { checkLease } from '../lease-check';
+import { checkLease, stands } from '../lease-check';
 import {
   AcquireOptions,
   AcquireResult,
@@ -239,7 +239,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
       const answer = (acquired: boolean, row: LeaseRow): AcquireResult => ({ acquired, ...viewOf(row) });
       const judged = { slot, ...now };
       const seen = waitForLock ? statements.read.get(judged) : undefined;
-      if (seen !== undefined && seen.holder !== holder && seen.expiresIn >= 0 && !isTenure(seen, ended)) return answer(false, seen);
+      if (seen !== undefined && seen.holder !== holder && stands(seen.expiresIn) && !isTenure(seen, ended)) return answer(false, seen);
       const parameters = {
         ...judged,
         holder,
@@ -559,7 +559,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
       // read once the lock is held, not before: waiting for the lock may outlast the lease.
       fenced: db.transaction((held: Lease, now: () => ClockReading, runWork: () => unknown) => {
         const row = read.get({ slot: held.slot, ...now() });
-        checkLease(held, row, () => (row as LeaseRow).expiresIn >= 0);
+        checkLease(held, row, () => stands((row as LeaseRow).expiresIn));
         return runWork();
       }),
     };

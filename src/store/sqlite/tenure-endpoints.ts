@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Lease } from '../../core/leadership-event';
 import { TenureWatch } from '../lease-store';
+import { accessOf, grant } from './sidecar-access';
 
 /**
  * The longest path a Unix socket may have (Linux's `sun_path` holds 108 bytes with the final
@@ -88,9 +89,11 @@ export class TenureEndpoints {
     this.open.set(path, { lease, server, connections });
     try {
       // Followers need write permission on the socket to connect: the database's own.
-      const { mode, uid, gid } = statSync(this.database);
-      chmodSync(path, mode & 0o666);
-      if (process.getuid?.() === 0) chownSync(path, uid, gid);
+      grant(
+        accessOf(this.database),
+        (mode) => chmodSync(path, mode),
+        (uid, gid) => chownSync(path, uid, gid),
+      );
     } catch {
       // Followers that cannot connect wait for the lease.
     }
