@@ -1,0 +1,137 @@
+import type { QueryResultRow } from 'pg';
+import { MAX_DELAY } from '../../core/argument-check';
+import type { LeaseRecord, LeaseView } from '../lease-store';
+
+/*
+ * The PostgreSQL store's SQL, and how its rows are read: every statement the store sends,
+ * made once per table, and the row as the statements return it.
+ */
+
+/** The channel on which elections and releases are announced; the payload says which and of which table. */
+export const channel = 'observe_leadership';
+
+/** The server's clock, in Unix ms: the one clock every candidate of every machine agrees on. */
+const serverNow = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
+/** When the server received the statement, before it waited for any lock, by the same clock. */
+const arrival = `floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint`;
+
+/** A slot's row as the statements return it, with the server's clock at the reading (`now`). */
+export interface Row extends QueryResultRow {
+  holder: string;
+  term: string;
+  expires_at: string;
+  /** The lease's length as its holder wrote it; `null` for a row written by an earlier version. */
+  lease_ms: string | null;
+  now: string;
+}
+
+/**
+ * The lease's length, read whether or not the table has the column yet (an observer may
+ * read a table that only an earlier version's candidates wrote).
+ */
+const leaseLength = `(to_jsonb(lease) ->> 'lease_ms')::bigint AS lease_ms`;
+
+export function statementsFor({ table, termSequence }: { table: string; termSequence: string }) {
+  // $3 is the lease's length: the server's clock sets its end, and the row keeps the length.
+  // Taking a free, expired or own row draws a new term from the sequence, evaluated under the
+  // row's lock, after every tenure granted before. Observers that listen hear of the election
+  // when it commits.
+  //
+  // The server's clock may step, so a lease our candidates wrote (it has its length) is never
+  // judged by it: it is taken only as exactly the lease ($5, $6, $7: holder, term, expiry)
+  // that the follower watched unchanged for that length on its own monotonic clock (see
+  // LeaseObservation), which a renewal or a takeover meanwhile changes. A row without a
+  // length, from an earlier version, is judged by the server's clock, as it was then.
+  const upsert = ({ from = '', where = '' } = {}) => `INSERT INTO ${table} AS lease (slot, holder, expires_at, term, lease_ms)
+        SELECT $1, $2, clock.now + $3, nextval('${termSequence}'), $3 FROM ${from}(SELECT ${serverNow} AS now) AS clock ${where}
+        ON CONFLICT (slot) DO UPDATE
+          SET holder = excluded.holder, expires_at = excluded.expires_at, term = nextval('${termSequence}'), lease_ms = excluded.lease_ms
+          WHERE lease.holder = excluded.holder
+            OR (lease.lease_ms IS NULL AND lease.expires_at < excluded.expires_at - $3)
+            OR (lease.holder = $5 AND lease.term = $6 AND lease.expires_at = $7)
+        RETURNING holder, term, expires_at, lease_ms, expires_at - $3 AS now`;
+  return {
+    read: `SELECT holder, term, expires_at, ${leaseLength}, ${serverNow} AS now FROM ${table} AS lease WHERE slot = $1`,
+    take: `WITH taken AS (${upsert()})
+      SELECT holder, term, expires_at, lease_ms, now, pg_notify('${channel}', $4) FROM taken`,
+    // The same for an attempt that every follower makes when a release is announced: only
+    // the one that gets the slot's gate (an advisory lock held until the statement commits)
+    // writes; the others learn it at once (`open` false) and step aside, rather than
+    // queueing on the row one after the other. The gate only keeps the crowd off the row:
+    // the compare-and-set alone decides who leads.
+    // The gate's key is the election's payload (this table) and the slot.
+    takeInCrowd: `WITH gate AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtextextended($4, $1)) AS open),
+      taken AS (${upsert({ from: 'gate, ', where: 'WHERE gate.open' })})
+      SELECT gate.open, taken.holder, taken.term, taken.expires_at, taken.lease_ms, taken.now,
+        CASE WHEN taken.holder IS NOT NULL THEN pg_notify('${channel}', $4) END AS notified
+      FROM gate LEFT JOIN taken ON true`,
+    // The row's lock comes first, the clock after it (a select with FOR UPDATE is never merged
+    // into the one around it). A renewal that queued behind a transaction holding the row,
+    // such as the leader's own `fenced` stalled past the lease until the server ended it,
+    // renews nothing if the lease ended while it waited: otherwise it would win the row
+    // before the followers queued behind it and bring the lease back for a leader that is
+    // not there. A lease that had ended before the renewal arrived is renewed if nobody
+    // took it, as on SQLite.
+    // Followers that time the lease by watching it (the standbys listen) hear of it at once.
+    renew: `WITH renewed AS (UPDATE ${table} SET expires_at = ${serverNow} + $4, lease_ms = $4
+        WHERE slot = $1 AND holder = $2 AND term = $3
+        AND (SELECT lease.expires_at >= ${serverNow} OR lease.expires_at < ${arrival}
+          FROM (SELECT expires_at FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease)
+        RETURNING slot)
+      SELECT pg_notify('${channel}', $5) FROM renewed`,
+    // Deletes the row, as the original worker does, and wakes the followers that listen.
+    release: `WITH released AS (DELETE FROM ${table} WHERE slot = $1 AND holder = $2 AND term = $3 RETURNING slot)
+      SELECT pg_notify('${channel}', $4) FROM released`,
+    // The lock comes first, the clock after it: the outer select runs once the row is locked.
+    // Standby places: the first free of `$2` advisory locks of the slot, on the session.
+    standBy: `SELECT place FROM generate_series(0, $2::int - 1) AS place WHERE pg_try_advisory_lock(hashtext($1), place) LIMIT 1`,
+    leaveStandby: `SELECT pg_advisory_unlock(hashtext($1), $2::int)`,
+    lockForFencing: `SELECT lease.holder, lease.term, lease.expires_at, ${leaseLength}, ${serverNow} AS now
+      FROM (SELECT * FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease`,
+    // What a candidate needs besides reading: has_table_privilege with several privileges
+    // says whether any is held, so each is asked alone. nextval needs USAGE or UPDATE.
+    privileges: `SELECT current_user AS role, pg_is_in_recovery() AS standby,
+        ARRAY(SELECT privilege FROM unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) AS privilege
+          WHERE NOT has_table_privilege($1, privilege)) AS missing,
+        has_sequence_privilege($2, 'USAGE, UPDATE') AS sequence`,
+  };
+}
+
+export function toRecord(row: Row): LeaseRecord {
+  return { holder: row.holder, term: Number(row.term), expiresAt: Number(row.expires_at) };
+}
+
+/**
+ * The row with the time it had left by the server's clock, read in the same statement, and
+ * for a lease that says its length, that length: its readers time it themselves.
+ */
+export function toView(row: Row): LeaseView {
+  const view = { lease: toRecord(row), expiresIn: Number(row.expires_at) - Number(row.now) };
+  return row.lease_ms === null || row.lease_ms === undefined ? view : { ...view, observeFor: Number(row.lease_ms) };
+}
+
+/**
+ * Whether `row` keeps a follower off the slot: a lease that says its length stands until
+ * the follower watched it unchanged for that length (`over`); one without, until the
+ * server's clock passes its end.
+ */
+export function keepsOff(row: Row, over: LeaseRecord | undefined): boolean {
+  if (row.lease_ms !== null && row.lease_ms !== undefined) {
+    const lease = toRecord(row);
+    return over === undefined || lease.holder !== over.holder || lease.term !== over.term || lease.expiresAt !== over.expiresAt;
+  }
+  return Number(row.expires_at) >= Number(row.now);
+}
+
+/**
+ * How long a fenced transaction may sit idle once it holds the row: what is left of the lease
+ * by the server's clock, or, where a step of that clock makes it nonsense (nothing or more
+ * than the lease), the lease's length. A process stalled inside the transaction then holds
+ * the slot no longer than a lease.
+ */
+export function idleBound(row: Row): number {
+  const untilExpiry = Number(row.expires_at) - Number(row.now);
+  const length = row.lease_ms === null ? untilExpiry : Number(row.lease_ms);
+  const bound = untilExpiry > 0 && untilExpiry <= length ? untilExpiry : length;
+  return Math.max(1, Math.min(bound, MAX_DELAY));
+}
