@@ -6,7 +6,7 @@
  */
 import Database from 'better-sqlite3';
 import { eventually } from '../chaos/eventually';
-import { healthAnswer, healthPort, loopDelay } from '../chaos/worker-probes';
+import { healthAnswersFor, healthPort, loopDelay } from '../chaos/worker-probes';
 import { sleep } from '../chaos/worker-process';
 import { performance } from 'node:perf_hooks';
 import { readClocks, monotonicScheduler } from '../src/core/monotonic-scheduler';
@@ -103,11 +103,7 @@ export async function lockedRuns(cluster: Cluster, trials: number, random: () =>
       /** The worst event-loop delay of each process, and every health answer, over `lockFor` ms of health requests. */
       const watch = async (into: number[]) => {
         await Promise.all(cluster.processes.map(loopDelay)); // starts the count
-        const started = Date.now();
-        while (Date.now() - started < lockFor) {
-          into.push(...(await Promise.all(ports.map(healthAnswer))));
-          await sleep(healthEvery);
-        }
+        into.push(...(await healthAnswersFor(ports, lockFor, healthEvery)));
         return Promise.all(cluster.processes.map(loopDelay));
       };
       // The same window without the lock first: what this machine's noise alone gives.

@@ -1,7 +1,6 @@
 import { eventually } from '../chaos/eventually';
 import { overlappingBeliefs } from '../chaos/history';
-import { healthAnswer, healthPort, loopDelay } from '../chaos/worker-probes';
-import { sleep } from '../chaos/worker-process';
+import { healthAnswersFor, healthPort, loopDelay } from '../chaos/worker-probes';
 import { workerProcesses } from './support/worker-processes';
 
 // Another connection holds an exclusive lock on the file for 5 s, as long as the workers'
@@ -31,11 +30,7 @@ describe.each([
       const holder = processes.database.open({ timeout: 0 });
       holder.exec('BEGIN EXCLUSIVE');
       const lockedAt = Date.now();
-      const answers: number[] = [];
-      while (Date.now() - lockedAt < lockFor) {
-        answers.push(...(await Promise.all(ports.map(healthAnswer))));
-        await sleep(50);
-      }
+      const answers = await healthAnswersFor(ports, lockFor, 50);
       holder.exec('COMMIT');
       const delays = await Promise.all(workers.map(loopDelay));
       const next = await eventually('a leader after the lock', () =>

@@ -338,8 +338,8 @@ export class Campaign {
 
   private readonly renew = (): void => {
     const { term } = this.tenure as Tenure;
-    const sentAt = this.now();
-    const sentExactly = this.scheduler.now(); // for how long it took: the ms above are rounded down
+    const sentExactly = this.scheduler.now(); // for how long it took; the belief counts in whole ms
+    const sentAt = Math.floor(sentExactly);
     const { expiresAfter } = this.timing;
     this.perform(
       // Even after a pause past the lease, this succeeds only if nobody took the slot

@@ -36,6 +36,39 @@ const lossReasons = ['superseded', 'expired'] as const;
 /** The codes of `error` events, which every error counter starts at 0 with. */
 const transientCodes = ['DATABASE_BUSY', 'DATABASE_ERROR'] as const;
 
+/**
+ * The slots an instrument saw, each with its labels and the subscriptions that report on it
+ * now. A slot is never forgotten: the SDK would export a series it stopped being given with
+ * its last value, forever, so every gauge is given a value for every slot at every
+ * collection. `first` runs once per slot, to start its counters at 0.
+ */
+class SlotSeries<M> {
+  private readonly slots = new Map<number, { readonly labels: Attributes; readonly members: Set<M> }>();
+
+  constructor(
+    private readonly attributes: Attributes,
+    private readonly first: (labels: Attributes) => void,
+  ) {}
+
+  /** Adds `member` to `slot`'s subscriptions: the slot's labels, and how to take it off again. */
+  join(slot: number, member: M): { labels: Attributes; leave: () => void } {
+    let known = this.slots.get(slot);
+    if (known === undefined) {
+      known = { labels: { ...this.attributes, 'leadership.slot': slot }, members: new Set() };
+      this.slots.set(slot, known);
+      this.first(known.labels);
+    }
+    const { labels, members } = known;
+    members.add(member);
+    return { labels, leave: () => void members.delete(member) };
+  }
+
+  /** Each slot ever seen, with its subscriptions now (none, once they all ended). */
+  forEach(each: (labels: Attributes, members: ReadonlySet<M>) => void): void {
+    for (const { labels, members } of this.slots.values()) each(labels, members);
+  }
+}
+
 function meterOf(options: LeadershipMetricsOptions): { meter: Meter; attributes: Attributes } {
   expectConfig(options, ['meter', 'attributes']);
   if (options.meter !== undefined) expectObject('meter', options.meter, 'an OpenTelemetry Meter');
@@ -60,9 +93,9 @@ function defaultMeter(): Meter {
  * Every series is per slot, not per holder, and exists from the first subscription to the
  * slot on, with its zero, for as long as the process lives: a process whose candidates all
  * stepped down still says 0, a restarted worker's counters start again from 0 under the same
- * labels (so `increase()` counts its elections, as a reset), and a new holder at each subscription adds
- * no series: the process (Prometheus' `instance`) is who leads, and `observe-leadership
- * status` names the holder. One instrument serves every candidate of the process.
+ * labels (so `increase()` counts its elections, as a reset), and a new holder at each
+ * subscription adds no series: the process (Prometheus' `instance`) is who leads, and
+ * `observe-leadership status` names the holder. One instrument serves every candidate of the process.
  *
  * @example
  * ```ts
@@ -108,38 +141,26 @@ export function leadershipMetrics(options: LeadershipMetricsOptions = {}): Leade
       ],
     },
   });
-  /** Every slot a candidate of this process ever campaigned for: its labels, and the candidates campaigning now. */
-  const slots = new Map<number, { labels: Attributes; candidates: Set<{ holder: string; term?: number }> }>();
-  leader.addCallback((result: ObservableResult) => {
-    for (const { labels, candidates } of slots.values()) result.observe([...candidates].some((c) => c.term !== undefined) ? 1 : 0, labels);
+  /** Every slot a candidate of this process ever campaigned for, with the candidates campaigning now and their terms while they lead. */
+  const slots = new SlotSeries<{ term?: number }>(attributes, (labels) => {
+    // Each series with its zero from the start: a rate needs a first sample to grow from.
+    elections.add(0, labels);
+    for (const reason of lossReasons) losses.add(0, { ...labels, 'leadership.loss.reason': reason });
+    for (const code of transientCodes) errors.add(0, { ...labels, 'error.type': code });
   });
-  campaigning.addCallback((result: ObservableResult) => {
-    for (const { labels, candidates } of slots.values()) result.observe(candidates.size, labels);
-  });
-  // Observed for every slot at every collection: the SDK would export a series it stopped
-  // observing with its last value, forever (a deposed leader's term, say).
-  term.addCallback((result: ObservableResult) => {
-    for (const { labels, candidates } of slots.values()) result.observe(Math.max(0, ...[...candidates].map((c) => c.term ?? 0)), labels);
-  });
-  const slotOf = (slot: number) => {
-    let known = slots.get(slot);
-    if (known === undefined) {
-      known = { labels: { ...attributes, 'leadership.slot': slot }, candidates: new Set() };
-      slots.set(slot, known);
-      // Each series with its zero from the start: a rate needs a first sample to grow from.
-      elections.add(0, known.labels);
-      for (const reason of lossReasons) losses.add(0, { ...known.labels, 'leadership.loss.reason': reason });
-      for (const code of transientCodes) errors.add(0, { ...known.labels, 'error.type': code });
-    }
-    return known;
-  };
+  /** The term of the tenure a candidate of the slot holds, 0 while none leads. */
+  const termOf = (candidates: ReadonlySet<{ term?: number }>) => Math.max(0, ...[...candidates].map((c) => c.term ?? 0));
+  leader.addCallback((result: ObservableResult) =>
+    slots.forEach((labels, candidates) => result.observe(termOf(candidates) > 0 ? 1 : 0, labels)),
+  );
+  campaigning.addCallback((result: ObservableResult) => slots.forEach((labels, candidates) => result.observe(candidates.size, labels)));
+  term.addCallback((result: ObservableResult) => slots.forEach((labels, candidates) => result.observe(termOf(candidates), labels)));
 
   return {
     for: 'observeLeadership',
-    begin: ({ slot, holder }): CandidateRecording => {
-      const { labels, candidates } = slotOf(slot);
-      const candidate: { holder: string; term?: number } = { holder };
-      candidates.add(candidate);
+    begin: ({ slot }): CandidateRecording => {
+      const candidate: { term?: number } = {};
+      const { labels, leave } = slots.join(slot, candidate);
       return {
         record: (event) => {
           switch (event.type) {
@@ -157,7 +178,7 @@ export function leadershipMetrics(options: LeadershipMetricsOptions = {}): Leade
           }
         },
         timed: (_, seconds) => renewals.record(seconds, labels),
-        end: () => void candidates.delete(candidate),
+        end: leave,
       };
     },
   };
@@ -166,9 +187,9 @@ export function leadershipMetrics(options: LeadershipMetricsOptions = {}): Leade
 /**
  * An instrument for `observeLeader`'s `instrument` option that reports, through
  * OpenTelemetry, what each watch sees: whether the slot has a leader and its term (gauges,
- * per slot; 0 for both once no watch of the slot is left), the elections it saw (a counter from 0, per slot: a change of
- * leader or term after its first read), and the time the slot went without a leader while
- * watched (a counter, in seconds, that grows while it has none).
+ * per slot; 0 for both once no watch of the slot is left), the elections it saw (a counter
+ * from 0, per slot: a change of leader or term after its first read), and the time the slot
+ * went without a leader while watched (a counter, in seconds, that grows while it has none).
  */
 export function leaderMetrics(options: LeadershipMetricsOptions = {}): LeaderInstrument {
   const { meter, attributes } = meterOf(options);
@@ -193,38 +214,30 @@ export function leaderMetrics(options: LeadershipMetricsOptions = {}): LeaderIns
     leaderlessMs: number;
     leaderlessSince?: number;
   }
-  /** Every slot ever watched here: its labels, and its watches now. */
-  const slots = new Map<number, { labels: Attributes; watches: Set<Watch> }>();
+  /** Every slot ever watched here, with its watches now. */
+  const slots = new SlotSeries<Watch>(attributes, (labels) => elections.add(0, labels));
   /** The latest state of any watch of the slot (nobody leads once none watches: the SDK would repeat the last value forever). */
-  const latest = (watches: Set<Watch>): LeaderState | undefined => [...watches].map((w) => w.state).find((state) => state !== undefined);
-  present.addCallback((result: ObservableResult) => {
-    for (const { labels, watches } of slots.values()) result.observe(latest(watches)?.holder == null ? 0 : 1, labels);
-  });
-  term.addCallback((result: ObservableResult) => {
-    for (const { labels, watches } of slots.values()) result.observe(latest(watches)?.term ?? 0, labels);
-  });
+  const latest = (watches: ReadonlySet<Watch>): LeaderState | undefined =>
+    [...watches].map((w) => w.state).find((state) => state !== undefined);
+  present.addCallback((result: ObservableResult) =>
+    slots.forEach((labels, watches) => result.observe(latest(watches)?.holder == null ? 0 : 1, labels)),
+  );
+  term.addCallback((result: ObservableResult) => slots.forEach((labels, watches) => result.observe(latest(watches)?.term ?? 0, labels)));
   // Time without a leader is counted on a clock that a stepped wall clock does not move.
   leaderless.addCallback((result: ObservableResult) => {
     const now = performance.now();
-    for (const { labels, watches } of slots.values()) {
+    slots.forEach((labels, watches) => {
       const [watch] = watches;
       if (watch !== undefined)
         result.observe((watch.leaderlessMs + (watch.leaderlessSince === undefined ? 0 : now - watch.leaderlessSince)) / 1000, labels);
-    }
+    });
   });
 
   return {
     for: 'observeLeader',
     begin: ({ slot }): InstrumentRecording<LeaderState> => {
-      let known = slots.get(slot);
-      if (known === undefined) {
-        known = { labels: { ...attributes, 'leadership.slot': slot }, watches: new Set() };
-        slots.set(slot, known);
-        elections.add(0, known.labels);
-      }
-      const { labels, watches } = known;
       const watch: Watch = { leaderlessMs: 0 };
-      watches.add(watch);
+      const { labels, leave } = slots.join(slot, watch);
       return {
         record: (state) => {
           // A tenure that began while watched: the one found at the first read may be old.
@@ -236,7 +249,7 @@ export function leaderMetrics(options: LeadershipMetricsOptions = {}): LeaderIns
           watch.leaderlessSince = state.holder === null ? now : undefined;
           watch.state = state;
         },
-        end: () => void watches.delete(watch),
+        end: leave,
       };
     },
   };
