@@ -11,7 +11,7 @@ import { observeLeader } from '../src';
 import { leaderMetrics } from '../src/surface/metrics';
 import { eventually } from '../chaos/eventually';
 import { freePort } from '../chaos/postgres-server';
-import type { WorkerProcess } from '../chaos/worker-process';
+import { metricsPort } from '../chaos/worker-probes';
 
 const monitoring = join(__dirname, '..', 'docs', 'monitoring');
 const rulesFile = join(monitoring, 'leadership.rules.yml');
@@ -129,126 +129,125 @@ class PrometheusServer {
 // A real Prometheus (Debian's package) scraping real worker processes on one SQLite file,
 // each exporting leadershipMetrics() and a watch's leaderMetrics() through the OpenTelemetry
 // SDK's Prometheus exporter, as docs/metrics-and-health.md wires them.
-describe('a real Prometheus, scraping real workers, with the rules loaded', () => {
-  const folder = mkdtempSync(join(tmpdir(), 'observe-leadership-monitoring-'));
-  const prometheus = new PrometheusServer();
-  let cluster: Cluster;
-  beforeAll(() => prometheus.start(), 60_000);
-  afterAll(async () => {
-    await cluster?.stop();
-    await prometheus.stop();
-    rmSync(folder, { recursive: true, force: true });
-  });
-
-  /** A dashboard's process: one long-lived observeLeader watch, exported as the workers are. */
-  let watch: { subscription: Subscription; exporter: PrometheusExporter; provider: MeterProvider; address: string } | undefined;
-  const startWatch = async () => {
-    const port = await freePort();
-    const exporter = new PrometheusExporter({ host: '127.0.0.1', port, preventServerStart: true });
-    await exporter.startServer();
-    const provider = new MeterProvider({ readers: [exporter] });
-    const db = new Database(cluster.file as string, { readonly: true });
-    const subscription = observeLeader(db, { instrument: leaderMetrics({ meter: provider.getMeter('dashboard') }) }).subscribe();
-    subscription.add(() => db.close());
-    watch = { subscription, exporter, provider, address: `127.0.0.1:${port}` };
-  };
-  const stopWatch = async () => {
-    watch?.subscription.unsubscribe();
-    await watch?.provider.shutdown(); // its exporter's server too: the target goes down
-  };
-  afterAll(stopWatch);
-
-  const metricsPort = (worker: WorkerProcess) =>
-    eventually(
-      `${worker.name}'s metrics endpoint`,
-      () => (worker.records.find((r) => r.type === 'metrics') as { port?: number } | undefined)?.port,
-    );
-  /** Scrapes every worker started so far, dead ones too: a target that dies stays listed, as under service discovery. */
-  const scrapeAll = async () =>
-    prometheus.targets([
-      ...(watch ? [watch.address] : []),
-      ...(await Promise.all(cluster.processes.map(async (w) => `127.0.0.1:${await metricsPort(w)}`))),
-    ]);
-  /** Waits for `alert` to fire; if it never does, the failure shows what `shows` queried last. */
-  const firing = async (alert: string, shows?: string) => {
-    try {
-      await eventually(`${alert} firing`, async () => (await prometheus.firing()).includes(alert) || undefined, 60_000);
-    } catch (error) {
-      const seen = shows === undefined ? [] : await prometheus.query(shows);
-      throw new Error(`${(error as Error).message}; ${shows} was ${JSON.stringify(seen.map((s) => [s.metric, s.value[1]]))}`, {
-        cause: error,
-      });
-    }
-  };
-
-  it('answers every query of the Grafana dashboard, and fires for flapping by restarted workers, for candidates that all stepped down, and for workers that all died', async () => {
-    cluster = new Cluster('candidate', { renewEvery: 200, expiresAfter: 1_000, retryEvery: 200 }, folder, 'wal', undefined, [], {
-      metrics: true,
+// With better-sqlite3's defaults (journal_mode delete) and as we advise (WAL).
+describe.each(['delete', 'wal'] as const)(
+  'a real Prometheus, scraping real workers (journal_mode %s), with the rules loaded',
+  (journal) => {
+    const folder = mkdtempSync(join(tmpdir(), 'observe-leadership-monitoring-'));
+    const prometheus = new PrometheusServer();
+    let cluster: Cluster;
+    beforeAll(() => prometheus.start(), 60_000);
+    afterAll(async () => {
+      await cluster?.stop();
+      await prometheus.stop();
+      rmSync(folder, { recursive: true, force: true });
     });
-    await cluster.start(3);
-    await startWatch();
-    await scrapeAll();
-    await eventually(
-      'every worker scraped',
-      async () => ((await prometheus.query('leadership_candidates == 1')).length === 3 ? true : undefined),
-      30_000,
-    );
-    // Nothing fires once every worker was scraped (LeadershipAbsent does until the first scrape).
-    await eventually('no alert firing', async () => ((await prometheus.firing()).length === 0 ? true : undefined), 30_000);
 
-    // Flapping by new holders: five times, the leader is killed (its standbys take over at
-    // once) and a worker is started again in its place, a new process with a new holder.
-    for (let restart = 0; restart < 5; restart++) {
-      const leader = await cluster.leader();
-      leader.signal('SIGKILL');
-      await leader.exited;
-      await cluster.leader();
-      cluster.spawn();
-      await scrapeAll();
-      await new Promise((resolve) => setTimeout(resolve, 1_500)); // a scrape or so of each tenure
-    }
-    await firing('LeadershipFlapping', 'leadership_elections_total');
-    await firing('LeadershipTermsAdvancing', 'leadership_term');
-    await firing('LeadershipObservedFlapping', 'leadership_observed_elections_total');
-    await firing('LeadershipWorkerDown'); // the killed ones, still listed
-
-    // Every panel of the dashboard queries series that exist.
-    const dashboard = JSON.parse(readFileSync(join(monitoring, 'grafana-dashboard.json'), 'utf8')) as {
-      panels: Array<{ title: string; targets: Array<{ expr: string }> }>;
+    /** A dashboard's process: one long-lived observeLeader watch, exported as the workers are. */
+    let watch: { subscription: Subscription; exporter: PrometheusExporter; provider: MeterProvider; address: string } | undefined;
+    const startWatch = async () => {
+      const port = await freePort();
+      const exporter = new PrometheusExporter({ host: '127.0.0.1', port, preventServerStart: true });
+      await exporter.startServer();
+      const provider = new MeterProvider({ readers: [exporter] });
+      const db = new Database(cluster.file as string, { readonly: true });
+      const subscription = observeLeader(db, { instrument: leaderMetrics({ meter: provider.getMeter('dashboard') }) }).subscribe();
+      subscription.add(() => db.close());
+      watch = { subscription, exporter, provider, address: `127.0.0.1:${port}` };
     };
-    const empty: string[] = [];
-    for (const panel of dashboard.panels) {
-      for (const { expr } of panel.targets) {
-        const result = await prometheus.query(expr.replace(/\$__rate_interval/g, '1m'));
-        if (result.length === 0) empty.push(`${panel.title}: ${expr}`);
+    const stopWatch = async () => {
+      watch?.subscription.unsubscribe();
+      await watch?.provider.shutdown(); // its exporter's server too: the target goes down
+    };
+    afterAll(stopWatch);
+
+    /** Scrapes every worker started so far, dead ones too: a target that dies stays listed, as under service discovery. */
+    const scrapeAll = async () =>
+      prometheus.targets([
+        ...(watch ? [watch.address] : []),
+        ...(await Promise.all(cluster.processes.map(async (w) => `127.0.0.1:${await metricsPort(w)}`))),
+      ]);
+    /** Waits for `alert` to fire; if it never does, the failure shows what `shows` queried last. */
+    const firing = async (alert: string, shows?: string) => {
+      try {
+        await eventually(`${alert} firing`, async () => (await prometheus.firing()).includes(alert) || undefined, 60_000);
+      } catch (error) {
+        const seen = shows === undefined ? [] : await prometheus.query(shows);
+        throw new Error(`${(error as Error).message}; ${shows} was ${JSON.stringify(seen.map((s) => [s.metric, s.value[1]]))}`, {
+          cause: error,
+        });
       }
-    }
-    expect(empty).toEqual([]);
-    expect(dashboard.panels.map((panel) => panel.title)).toEqual([
-      'Leader per slot',
-      'Term',
-      'Elections',
-      'Losses by reason',
-      'Errors by code',
-      'Renewal duration',
-      'Time without a leader',
-    ]);
+    };
 
-    // Every candidate steps down; the processes live on, and say 0.
-    const notFiring = (alert: string) =>
-      eventually(`${alert} not firing`, async () => !(await prometheus.firing()).includes(alert) || undefined);
-    await notFiring('LeadershipNoLeader');
-    for (const worker of cluster.alive()) worker.send('unsubscribe');
-    await firing('LeadershipNoLeader');
-    await firing('LeadershipObservedNoLeader');
+    it('answers every query of the Grafana dashboard, and fires for flapping by restarted workers, for candidates that all stepped down, and for workers that all died', async () => {
+      cluster = new Cluster('candidate', { renewEvery: 200, expiresAfter: 1_000, retryEvery: 200 }, folder, journal, undefined, [], {
+        metrics: true,
+      });
+      await cluster.start(3);
+      await startWatch();
+      await scrapeAll();
+      await eventually(
+        'every worker scraped',
+        async () => ((await prometheus.query('leadership_candidates == 1')).length === 3 ? true : undefined),
+        30_000,
+      );
+      // Nothing fires once every worker was scraped (LeadershipAbsent does until the first scrape).
+      await eventually('no alert firing', async () => ((await prometheus.firing()).length === 0 ? true : undefined), 30_000);
 
-    // Every worker dies, and the dashboard's watch ends.
-    await notFiring('LeadershipAbsent');
-    for (const worker of cluster.alive()) worker.signal('SIGKILL');
-    await Promise.all(cluster.processes.map((worker) => worker.exited));
-    await firing('LeadershipAbsent');
-    expect(await prometheus.firing()).not.toContain('LeadershipObserverAbsent'); // the workers' watches died, the dashboard's lives
-    await stopWatch();
-    await firing('LeadershipObserverAbsent');
-  }, 240_000);
-});
+      // Flapping by new holders: five times, the leader is killed (its standbys take over at
+      // once) and a worker is started again in its place, a new process with a new holder.
+      for (let restart = 0; restart < 5; restart++) {
+        const leader = await cluster.leader();
+        leader.signal('SIGKILL');
+        await leader.exited;
+        await cluster.leader();
+        cluster.spawn();
+        await scrapeAll();
+        await new Promise((resolve) => setTimeout(resolve, 1_500)); // a scrape or so of each tenure
+      }
+      await firing('LeadershipFlapping', 'leadership_elections_total');
+      await firing('LeadershipTermsAdvancing', 'leadership_term');
+      await firing('LeadershipObservedFlapping', 'leadership_observed_elections_total');
+      await firing('LeadershipWorkerDown'); // the killed ones, still listed
+
+      // Every panel of the dashboard queries series that exist.
+      const dashboard = JSON.parse(readFileSync(join(monitoring, 'grafana-dashboard.json'), 'utf8')) as {
+        panels: Array<{ title: string; targets: Array<{ expr: string }> }>;
+      };
+      const empty: string[] = [];
+      for (const panel of dashboard.panels) {
+        for (const { expr } of panel.targets) {
+          const result = await prometheus.query(expr.replace(/\$__rate_interval/g, '1m'));
+          if (result.length === 0) empty.push(`${panel.title}: ${expr}`);
+        }
+      }
+      expect(empty).toEqual([]);
+      expect(dashboard.panels.map((panel) => panel.title)).toEqual([
+        'Leader per slot',
+        'Term',
+        'Elections',
+        'Losses by reason',
+        'Errors by code',
+        'Renewal duration',
+        'Time without a leader',
+      ]);
+
+      // Every candidate steps down; the processes live on, and say 0.
+      const notFiring = (alert: string) =>
+        eventually(`${alert} not firing`, async () => !(await prometheus.firing()).includes(alert) || undefined);
+      await notFiring('LeadershipNoLeader');
+      for (const worker of cluster.alive()) worker.send('unsubscribe');
+      await firing('LeadershipNoLeader');
+      await firing('LeadershipObservedNoLeader');
+
+      // Every worker dies, and the dashboard's watch ends.
+      await notFiring('LeadershipAbsent');
+      for (const worker of cluster.alive()) worker.signal('SIGKILL');
+      await Promise.all(cluster.processes.map((worker) => worker.exited));
+      await firing('LeadershipAbsent');
+      expect(await prometheus.firing()).not.toContain('LeadershipObserverAbsent'); // the workers' watches died, the dashboard's lives
+      await stopWatch();
+      await firing('LeadershipObserverAbsent');
+    }, 240_000);
+  },
+);

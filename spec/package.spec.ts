@@ -232,44 +232,55 @@ describe('the package, installed in a fresh project', () => {
   // README's worker, pasted unchanged into a new user's project: an ES module package with
   // what `tsc --init` of the newest TypeScript writes, compiled, then run beside a 5 s
   // exclusive lock on its file (a migration, a backup, the sqlite3 shell) that it must ride out.
-  it("compiles README's worker as a fresh TypeScript 7 ES module project, which keeps leading through a 5 s lock", async () => {
-    const readme = readFileSync(join(root, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('## A worker that dispatches jobs only while it leads'));
-    const worker = /```ts\n([\s\S]*?)\n```/.exec(section)?.[1] as string;
-    expect(worker).toContain('observeLeadership(db');
-    const esm = join(project, 'esm');
-    mkdirSync(esm);
-    writeFileSync(join(esm, 'package.json'), JSON.stringify({ name: 'esm-consumer', private: true, type: 'module' }));
-    execFileSync(process.execPath, [typescript.newest, '--init'], { cwd: esm, encoding: 'utf8' });
-    writeFileSync(join(esm, 'worker.ts'), worker);
-    const messages = compilerSays(typescript.newest, ['-p', '.'], esm);
-    expect(messages).toBe('');
-    expect(existsSync(join(esm, 'worker.js'))).toBe(true);
+  // As README gives it (WAL, as we advise), and with better-sqlite3's defaults (a new user
+  // who leaves the pragmas out: a rollback journal, synchronous FULL).
+  it.each([
+    ['as README gives it', (code: string) => code],
+    ["with better-sqlite3's defaults (its pragma lines left out)", (code: string) => code.replace(/^db\.pragma\(.*\n/gm, '')],
+  ])(
+    "compiles README's worker, %s, as a fresh TypeScript 7 ES module project, which keeps leading through a 5 s lock",
+    async (variant, edit) => {
+      const readme = readFileSync(join(root, 'README.md'), 'utf8');
+      const section = readme.slice(readme.indexOf('## A worker that dispatches jobs only while it leads'));
+      const worker = edit(/```ts\n([\s\S]*?)\n```/.exec(section)?.[1] as string);
+      expect(worker).toContain('observeLeadership(db');
+      expect(worker.includes('journal_mode = WAL')).toBe(variant === 'as README gives it');
+      const esm = join(project, `esm-${variant === 'as README gives it' ? 'readme' : 'defaults'}`);
+      mkdirSync(esm);
+      writeFileSync(join(esm, 'package.json'), JSON.stringify({ name: 'esm-consumer', private: true, type: 'module' }));
+      execFileSync(process.execPath, [typescript.newest, '--init'], { cwd: esm, encoding: 'utf8' });
+      writeFileSync(join(esm, 'worker.ts'), worker);
+      const messages = compilerSays(typescript.newest, ['-p', '.'], esm);
+      expect(messages).toBe('');
+      expect(existsSync(join(esm, 'worker.js'))).toBe(true);
 
-    const running = new SpawnedScript(join(esm, 'worker.js'), [], {}, esm);
-    const db = new Database(join(esm, 'jobs.db'), { timeout: 5_000 });
-    try {
-      await running.shows(/^elected /m);
-      const state = () => db.prepare('SELECT state FROM jobs ORDER BY id DESC LIMIT 1').pluck().get();
-      db.prepare("INSERT INTO jobs (state) VALUES ('ready')").run();
-      await eventually('a job dispatched', () => state() === 'dispatched' || undefined);
-      db.exec('BEGIN EXCLUSIVE');
-      db.prepare("INSERT INTO jobs (state) VALUES ('ready')").run(); // seen by the worker once committed
-      const lockedAt = running.output.length;
-      await new Promise((resolve) => setTimeout(resolve, 5_000));
-      db.exec('COMMIT');
-      // Its ticks met the lock five times (fenced waits 100 ms, then throws DATABASE_BUSY): skipped.
-      expect(running.process.exitCode).toBeNull();
-      expect(running.output.slice(lockedAt)).not.toMatch(/leadership ended/);
-      await eventually('the job dispatched after the lock', () => state() === 'dispatched' || undefined, 10_000);
-      await eventually('a renewal after the lock', () => /^renewed /m.test(running.output.slice(lockedAt)) || undefined, 10_000);
-      expect(running.output).not.toMatch(/^lost |leadership ended/m);
-      running.process.kill('SIGTERM');
-      expect(await running.exited).toBe(0);
-    } finally {
-      if (db.inTransaction) db.exec('ROLLBACK');
-      db.close();
-      running.process.kill('SIGKILL');
-    }
-  }, 60_000);
+      const running = new SpawnedScript(join(esm, 'worker.js'), [], {}, esm);
+      const db = new Database(join(esm, 'jobs.db'), { timeout: 5_000 });
+      try {
+        await running.shows(/^elected /m);
+        expect(db.pragma('journal_mode', { simple: true })).toBe(variant === 'as README gives it' ? 'wal' : 'delete');
+        const state = () => db.prepare('SELECT state FROM jobs ORDER BY id DESC LIMIT 1').pluck().get();
+        db.prepare("INSERT INTO jobs (state) VALUES ('ready')").run();
+        await eventually('a job dispatched', () => state() === 'dispatched' || undefined);
+        db.exec('BEGIN EXCLUSIVE');
+        db.prepare("INSERT INTO jobs (state) VALUES ('ready')").run(); // seen by the worker once committed
+        const lockedAt = running.output.length;
+        await new Promise((resolve) => setTimeout(resolve, 5_000));
+        db.exec('COMMIT');
+        // Its ticks met the lock five times (fenced waits 100 ms, then throws DATABASE_BUSY): skipped.
+        expect(running.process.exitCode).toBeNull();
+        expect(running.output.slice(lockedAt)).not.toMatch(/leadership ended/);
+        await eventually('the job dispatched after the lock', () => state() === 'dispatched' || undefined, 10_000);
+        await eventually('a renewal after the lock', () => /^renewed /m.test(running.output.slice(lockedAt)) || undefined, 10_000);
+        expect(running.output).not.toMatch(/^lost |leadership ended/m);
+        running.process.kill('SIGTERM');
+        expect(await running.exited).toBe(0);
+      } finally {
+        if (db.inTransaction) db.exec('ROLLBACK');
+        db.close();
+        running.process.kill('SIGKILL');
+      }
+    },
+    60_000,
+  );
 });
