@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { observeLeadership } from '../src';
+import { fenced, observeLeader, observeLeadership } from '../src';
 
 describe('observeLeadership config', () => {
   const db = new Database(':memory:');
@@ -49,10 +49,30 @@ describe('observeLeadership config', () => {
     );
   });
 
-  it('refuses a config that is not an object, and a db that is not a better-sqlite3 Database', () => {
+  it('refuses a config that is not an object, and a db that is neither a better-sqlite3 Database nor a lease store', () => {
     expect(attempt(null)).toThrow(new TypeError('Expected `config` to be an object, got `null` (null)'));
     expect(() => observeLeadership({} as never)).toThrow(
-      new TypeError('Expected `db` to be a better-sqlite3 Database, got `Object` (object)'),
+      new TypeError(
+        'Expected `db` to be a better-sqlite3 Database or a lease store (clock, look, acquire, renew, release), got `Object` (object)',
+      ),
+    );
+  });
+
+  it('names what a store of your own lacks, and needs nothing beyond the five operations', () => {
+    const operation = () => undefined as never;
+    expect(() => observeLeadership({ clock: 'server', look: operation, acquire: operation } as never)).toThrow(
+      new TypeError('Expected `db` to be a lease store, got one without renew, release'),
+    );
+    expect(() =>
+      observeLeadership({ clock: 'wall', look: operation, acquire: operation, renew: operation, release: operation } as never),
+    ).toThrow(new TypeError("Expected `db` to be a lease store, got one without clock ('candidate' or 'server')"));
+    const store = { clock: 'server', look: operation, acquire: operation, renew: operation, release: operation } as const;
+    expect(() => observeLeadership(store)).not.toThrow();
+    expect(() => observeLeader({ clock: 'server', look: operation })).not.toThrow();
+    expect(() => fenced(store as never, { slot: 0, holder: 'a', term: 1 }, async () => undefined)).toThrow(
+      new TypeError(
+        'Expected `db` to be a better-sqlite3 Database or a lease store that can fence, got a store without the fencing capability',
+      ),
     );
   });
 

@@ -1,7 +1,17 @@
 import Database from 'better-sqlite3';
 import { Campaign } from '../../src/campaign/campaign';
 import { Lease, LeadershipEvent } from '../../src';
-import { AcquireResult, ChangeOrigin, LeaseChange, LeaseRecord, LeaseStore, LockTaken } from '../../src/store/lease-store';
+import {
+  AcquireResult,
+  ChangeOrigin,
+  LeaseChange,
+  LeaseRecord,
+  LeaseStore,
+  LockTaken,
+  StandbyPlaces,
+  StoreCapabilities,
+  TenureProof,
+} from '../../src/store/lease-store';
 import { sqliteLeaseStore } from '../../src/store/sqlite/sqlite-lease-store';
 import { pausableClock, virtualTime } from '../support/virtual-time';
 import { at } from '../support/clock-reading';
@@ -11,24 +21,34 @@ describe('Campaign', () => {
   let db: Database.Database;
   let notify: ((origin: ChangeOrigin, change: LeaseChange) => void) | undefined;
   let store: LeaseStore;
+  /** The store's capabilities, which a spec may add to before it starts a campaign. */
+  let powers: { -readonly [Name in keyof StoreCapabilities]: StoreCapabilities[Name] };
   let watching: boolean;
 
   beforeEach(() => {
     db = new Database(':memory:');
     const sqlite = sqliteLeaseStore(db);
     watching = false;
+    powers = {
+      standby: {
+        standBy: (...args) => sqlite.standBy(...args),
+        leaveStandby: (...args) => sqlite.leaveStandby(...args),
+      },
+      changes: {
+        watch: (listener) => {
+          notify = listener;
+          return () => (notify = undefined);
+        },
+        isWatching: () => watching,
+      },
+    };
     store = {
       clock: 'candidate',
+      look: (...args) => sqlite.look(...args),
       acquire: (...args) => sqlite.acquire(...args),
       renew: (...args) => sqlite.renew(...args),
       release: (...args) => sqlite.release(...args),
-      standBy: (...args) => sqlite.standBy(...args),
-      leaveStandby: (...args) => sqlite.leaveStandby(...args),
-      watch: (listener) => {
-        notify = listener;
-        return () => (notify = undefined);
-      },
-      isWatching: () => watching,
+      capabilities: powers,
     };
   });
   afterEach(() => {
@@ -116,7 +136,7 @@ describe('Campaign', () => {
   });
 
   it('gives its standby place up when stopped, and listens from then on no more', () => {
-    const leave = jest.spyOn(store, 'leaveStandby');
+    const leave = jest.spyOn(powers.standby as StandbyPlaces, 'leaveStandby');
     campaignOfB({ 20: () => expect(notify).toBeDefined() });
     expect(leave).toHaveBeenCalledWith(0, 'b');
     expect(notify).toBeUndefined();
@@ -138,15 +158,18 @@ describe('Campaign', () => {
     let watched: Array<{ lease: Lease; onEnded: () => void; closed: boolean }>;
     beforeEach(() => {
       watched = [];
-      store.watchTenure = (lease, onEnded) => {
-        const watch = { lease, onEnded, closed: false };
-        watched.push(watch);
-        return {
-          get watching() {
-            return !watch.closed;
-          },
-          close: () => void (watch.closed = true),
-        };
+      powers.tenureProof = {
+        endTenure: () => undefined,
+        watchTenure: (lease, onEnded) => {
+          const watch = { lease, onEnded, closed: false };
+          watched.push(watch);
+          return {
+            get watching() {
+              return !watch.closed;
+            },
+            close: () => void (watch.closed = true),
+          };
+        },
       };
     });
 
@@ -189,7 +212,7 @@ describe('Campaign', () => {
 
     it('tells the store a lost tenure ended only after the `lost` event', () => {
       const order: string[] = [];
-      store.endTenure = (lease) => order.push(`endTenure ${lease.term}`);
+      (powers.tenureProof as TenureProof).endTenure = (lease) => void order.push(`endTenure ${lease.term}`);
       const scheduler = virtualTime();
       scheduler.run(() => {
         const campaign = new Campaign(

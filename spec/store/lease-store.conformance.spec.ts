@@ -1,5 +1,5 @@
 import { Subscription } from 'rxjs';
-import { fenced, LeadershipError, LeadershipEvent, Lease, LeaseStore, observeLeadership } from '../../src';
+import { ChangeSignals, fenced, LeadershipError, LeadershipEvent, Lease, LeaseStore, observeLeadership } from '../../src';
 import { postgresLeaseStore } from '../../src/postgres';
 import { sqliteLeaseStore } from '../../src/store/sqlite/sqlite-lease-store';
 import { eventually } from '../../chaos/eventually';
@@ -144,9 +144,10 @@ describe.each(stores)('%s lease store', (_, open) => {
     it('tells a watcher of a release', async () => {
       const { lease } = await acquire('a');
       let told = 0;
-      const unwatch = store.watch(() => told++);
+      const changes = store.capabilities?.changes as ChangeSignals;
+      const unwatch = changes.watch(() => told++);
       try {
-        await eventually('the watch', () => store.isWatching());
+        await eventually('the watch', () => changes.isWatching());
         await store.release({ slot: 0, holder: 'a', term: lease.term });
         await eventually('news of the release', () => told > 0);
       } finally {
@@ -241,6 +242,21 @@ describe.each(stores)('%s lease store', (_, open) => {
       expect((lost as { at: number }).at).toBeLessThanOrEqual(b.events[0].at);
     });
 
+    it('campaigns with the five operations alone, as a store of your own may have: no word of changes, no standby places, no proof', async () => {
+      const plain = fiveOperations(store);
+      const a = candidate('a', plain);
+      await eventually('a elected', () => a.types().includes('elected'));
+      const b = candidate('b', plain);
+      await until(150);
+      expect(b.events).toEqual([]);
+      a.subscription.unsubscribe();
+      const releasedAt = Date.now();
+      // No watch: b finds the slot free at its next poll, every retryEvery, long before the lease would end.
+      await eventually('b elected', () => b.types().includes('elected'));
+      expect(b.events[0].at - releasedAt).toBeLessThan(timing.expiresAfter);
+      expect(a.types()).toEqual(expect.arrayContaining(['elected', 'renewed']));
+    });
+
     it('releases on unsubscribe, so that the slot is free once the release settled', async () => {
       const a = candidate('a');
       const elected = await firstElected(a.events);
@@ -257,6 +273,17 @@ describe.each(stores)('%s lease store', (_, open) => {
   });
 });
 
+/** `store` with only the operations every store has: what `observeLeadership` asks of a store of your own. */
+function fiveOperations(store: LeaseStore): LeaseStore {
+  return {
+    clock: store.clock,
+    look: (...args) => store.look(...args),
+    acquire: (...args) => store.acquire(...args),
+    renew: (...args) => store.renew(...args),
+    release: (...args) => store.release(...args),
+  };
+}
+
 /** A store whose calls fail with a transient error while `failing()` says so, as across a cut network. */
 function cutOff(store: LeaseStore, failing: () => boolean): LeaseStore {
   const cut = () => Promise.reject(new LeadershipError('DATABASE_ERROR', 'cut off'));
@@ -265,9 +292,7 @@ function cutOff(store: LeaseStore, failing: () => boolean): LeaseStore {
     acquire: (...args) => (failing() ? cut() : store.acquire(...args)),
     renew: (...args) => (failing() ? cut() : store.renew(...args)),
     release: (...args) => store.release(...args),
-    standBy: (...args) => store.standBy(...args),
-    leaveStandby: (...args) => store.leaveStandby(...args),
-    watch: (listener) => store.watch(listener),
-    isWatching: () => store.isWatching(),
+    look: (...args) => store.look(...args),
+    capabilities: store.capabilities,
   };
 }

@@ -1,23 +1,23 @@
 import { SchedulerLike, Subscription } from 'rxjs';
 import { LeadershipError } from '../core/leadership-error';
 import { Lease, LeadershipEvent, LostReason } from '../core/leadership-event';
-import type { LeaseRecord } from '../store/lease-store';
+import { readClocks } from '../core/monotonic-scheduler';
+import { isPromiseLike } from '../core/eventually';
 import {
   AcquireResult,
   ChangeOrigin,
   ClockReading,
-  Eventually,
-  isPromiseLike,
   isTenure,
   LeaseChange,
+  LeaseRecord,
   LeaseStore,
   LockTaken,
-  TenureWatch,
+  StoreCapabilities,
 } from '../store/lease-store';
-import { LeaseObservation } from './lease-observation';
-import { LockRetry } from './lock-retry';
-import { readClocks } from '../core/monotonic-scheduler';
 import { stands } from '../store/lease-check';
+import { following, Following, Leading, Phase } from './campaign-phase';
+import { LockRetry } from './lock-retry';
+import { OneInFlight } from './one-in-flight';
 
 /**
  * How many followers of a slot stand by: they watch for releases and take the slot within
@@ -44,12 +44,6 @@ export interface CampaignObserver {
   timed?(operation: 'renewal', ms: number): void;
 }
 
-/** The tenure this candidate believes it holds, and until when, on its own clock. */
-interface Tenure {
-  readonly term: number;
-  readonly expiresAt: number;
-}
-
 /**
  * One candidate's campaign for one slot: a state machine driven by one timer at a time.
  *
@@ -74,39 +68,29 @@ interface Tenure {
  * `retryEvery` is reported as an `error` event (`DATABASE_BUSY`), once per `retryEvery`;
  * a follower then tries again every `retryEvery`, as after any transient error.
  *
- * All time comes from `scheduler.now()`. A lease's end, as the candidate believes it, is
+ * A store without a capability (see `StoreCapabilities`) is driven without it: with no
+ * standby places every follower stands by, with no word of changes followers poll, with no
+ * proof of a tenure's end they wait for its lease.
+ *
+ * The campaign is in one phase at a time (see `Phase`): following, leading, or stopped;
+ * what a follower knows is dropped as a whole when it wins or stops. All time comes from `scheduler.now()`. A lease's end, as the candidate believes it, is
  * `expiresAfter` from the moment the write was sent, so a reply that comes late (a slow
  * network, a busy server) only shortens the belief. The store may answer at once (SQLite)
  * or with a promise; one operation is in flight at a time, and whatever is due meanwhile
  * (an attempt, the release at the end) waits for it to settle.
  */
 export class Campaign {
-  private tenure: Tenure | undefined;
+  private phase: Phase = following();
   private timer: Subscription | undefined;
-  private stopped = false;
-  /** While this follower stands by: how to stop listening for releases. */
-  private unwatch: (() => void) | undefined;
-  /**
-   * What this follower last learnt of the standby places: it holds one, every one is held
-   * by others (who watch for it), or it does not know (not asked yet, or the asking failed).
-   */
-  private standby: 'held' | 'full' | 'unknown' = 'unknown';
-  /** Whether a follower's attempt is already due at once, so that bursts of changes make one. */
-  private attemptDue = false;
-  /** Whether a change was reported while this follower's own call was in flight. */
-  private changedInFlight = false;
-  /** The operation in flight, until its answer has been handled. */
-  private inFlight: object | undefined;
-  /** What runs once the operation in flight settles, instead of at its own time. */
-  private afterFlight: (() => void) | undefined;
-  /** While this follower stands by, and its store can tell: its watch on the leader's tenure. */
-  private leaderWatch: { readonly lease: Lease; readonly watch: TenureWatch } | undefined;
-  /** A tenure whose end the store proved: attempts may take the slot from it until it changes hands. */
-  private ended: Lease | undefined;
-  /** What this follower knows of how long the lease it last saw has left. */
-  private readonly observation = new LeaseObservation();
+  /** The one store operation in flight, and what waits for it. */
+  private readonly flights = new OneInFlight((error) => {
+    // Unexpected: it ends the stream (whose teardown releases), never as an unhandled rejection.
+    if (this.phase.name !== 'stopped') this.observer.error(error);
+  });
   /** When to try again while the lock the operation needs is taken. */
   private readonly lockRetry = new LockRetry();
+  /** What the store can do beyond its five operations. */
+  private readonly powers: StoreCapabilities;
 
   constructor(
     private readonly store: LeaseStore,
@@ -115,7 +99,9 @@ export class Campaign {
     private readonly timing: CampaignTiming,
     private readonly observer: CampaignObserver,
     private readonly scheduler: SchedulerLike,
-  ) {}
+  ) {
+    this.powers = store.capabilities ?? {};
+  }
 
   /** Tries to acquire at once, then goes on by itself until stopped. */
   start(): void {
@@ -127,23 +113,26 @@ export class Campaign {
    * the operation in flight settles (an acquisition in flight may yet win). Never throws.
    */
   stop(): void {
-    if (this.stopped) return;
-    this.stopped = true;
+    const { phase } = this;
+    if (phase.name === 'stopped') return;
+    this.phase = { name: 'stopped', left: phase };
     this.timer?.unsubscribe();
-    this.afterFlight = undefined;
-    this.whenSettled(this.withdraw);
+    this.flights.cancelQueued();
+    this.flights.whenSettled(this.withdraw);
   }
 
+  /** Leaves the phase the campaign stopped in: releases the tenure, or gives up the standby place. */
   private readonly withdraw = (): void => {
-    const standing = this.unwatch !== undefined || this.standby === 'held';
-    this.listen(false);
-    this.unwatchLeader();
+    const { phase } = this;
+    if (phase.name !== 'stopped') return;
+    const { left } = phase;
     this.lockRetry.clear();
-    const { tenure } = this;
-    this.tenure = undefined;
-    if (tenure !== undefined) return this.release(this.lease(tenure.term));
+    if (left.name === 'leading') return this.release(this.lease(left.term));
+    const standing = left.stopListening !== undefined || left.standby === 'held';
+    this.endFollowing(left);
+    const places = this.powers.standby;
     // Best effort: an unused place only delays the next standby until it expires.
-    if (standing) this.perform(() => this.store.leaveStandby(this.slot, this.holder), nothing, nothing);
+    if (standing && places) this.flights.run(() => places.leaveStandby(this.slot, this.holder), nothing, nothing);
   };
 
   /**
@@ -153,12 +142,12 @@ export class Campaign {
    * answer later keep them for whoever awaits them); the lease expires by itself.
    */
   private release(lease: Lease): void {
-    this.perform(
+    this.flights.run(
       () => this.store.release(lease),
       nothing,
       (error) => {
         const step = error instanceof LockTaken ? this.lockRetry.nextWithin(this.now(), this.timing.retryEvery) : undefined;
-        if (step !== undefined) this.timer = this.scheduler.schedule(() => this.whenSettled(() => this.release(lease)), step);
+        if (step !== undefined) this.timer = this.scheduler.schedule(() => this.flights.whenSettled(() => this.release(lease)), step);
       },
     );
   }
@@ -169,15 +158,15 @@ export class Campaign {
    * seen through the file reaches every follower of every process at the same moment, and
    * all of them read: the first to find the slot free takes it, the others step aside.
    */
-  private readonly onChange = (origin: ChangeOrigin, change: LeaseChange): void => {
-    if (this.tenure !== undefined || this.stopped || this.attemptDue) return;
+  private onChange(follower: Following, origin: ChangeOrigin, change: LeaseChange): void {
+    if (this.phase !== follower || follower.attemptDue) return;
     // The answer on its way may predate the change: it will be followed by another attempt.
-    if (this.inFlight) return void (this.changedInFlight = true);
+    if (this.flights.busy) return void (follower.changedInFlight = true);
     // A renewal leaves the slot taken: reading it restarts this follower's count, nothing more.
     if (origin === 'anywhere' && change !== 'renewal') return this.attemptInCrowd();
-    this.attemptDue = true;
+    follower.attemptDue = true;
     this.wake(this.attempt, 0);
-  };
+  }
 
   private readonly attempt = (): void => this.tryToAcquire(true);
 
@@ -189,21 +178,22 @@ export class Campaign {
   private readonly attemptInCrowd = (): void => this.tryToAcquire(false);
 
   private tryToAcquire(waitForLock: boolean): void {
-    this.attemptDue = false;
-    if (this.stopped || this.tenure !== undefined) return;
+    const follower = this.phase;
+    if (follower.name !== 'following') return;
+    follower.attemptDue = false;
     // This attempt replaces whatever was due: a poll must not follow it once it is answered.
     this.timer?.unsubscribe();
-    this.afterFlight = undefined;
-    this.changedInFlight = false;
+    this.flights.cancelQueued();
+    follower.changedInFlight = false;
     const sentAt = this.now();
     const { expiresAfter } = this.timing;
-    const { ended } = this;
-    const over = this.observation.over(sentAt);
-    this.perform(
+    const { ended } = follower;
+    const over = follower.observation.over(sentAt);
+    this.flights.run(
       () => this.store.acquire(this.slot, this.holder, this.reading(), expiresAfter, { waitForLock, ended, over }),
-      (result) => this.onAcquireResult(result, sentAt),
+      (result) => this.onAcquireResult(follower, result, sentAt),
       (error) => {
-        if (this.stopped) return;
+        if (this.phase !== follower) return;
         if (error instanceof LockTaken) {
           // Whoever holds the lock is most likely taking the slot: reading again a few ms
           // later tells. A lock held for `retryEvery` is reported, and polled for as usual.
@@ -221,35 +211,40 @@ export class Campaign {
     );
   }
 
-  private onAcquireResult(result: AcquireResult, sentAt: number): void {
+  private onAcquireResult(follower: Following, result: AcquireResult, sentAt: number): void {
     this.lockRetry.clear();
-    if (result.acquired) {
-      // Recorded even when stopped meanwhile: the release at the end needs the term.
-      this.tenure = { term: result.lease.term, expiresAt: sentAt + this.timing.expiresAfter };
-      this.standby = 'unknown';
-    }
+    if (result.acquired)
+      return this.onWon(follower, { name: 'leading', term: result.lease.term, expiresAt: sentAt + this.timing.expiresAfter });
     // A proven end counts only while the slot stays with that tenure.
-    if (this.ended !== undefined && (result.acquired || !isTenure(result.lease, this.ended))) this.ended = undefined;
-    if (this.stopped) return;
-    if (!result.acquired) {
-      const expiresIn = this.observation.remaining(result, this.now());
-      this.standBy();
-      this.watchLeader(result.lease, expiresIn);
-      if (this.changedInFlight) return this.wake(this.attemptInCrowd, 0);
-      return this.wake(this.attempt, this.untilNextAttempt(expiresIn));
-    }
-    this.observation.forget();
-    this.listen(false); // winning gave the standby place up
-    this.unwatchLeader();
-    const { term, expiresAt } = this.tenure as Tenure;
-    if (this.now() >= expiresAt) {
+    if (follower.ended !== undefined && !isTenure(result.lease, follower.ended)) follower.ended = undefined;
+    if (this.phase !== follower) return;
+    const expiresIn = follower.observation.remaining(result, this.now());
+    this.standBy(follower);
+    this.watchLeader(follower, result.lease, expiresIn);
+    if (follower.changedInFlight) return this.wake(this.attemptInCrowd, 0);
+    this.wake(this.attempt, this.untilNextAttempt(follower, expiresIn));
+  }
+
+  /** The acquisition won: the follower's watches end (winning gave its standby place up), and the tenure begins. */
+  private onWon(follower: Following, leading: Leading): void {
+    this.endFollowing(follower);
+    // Stopped meanwhile: the release at the end needs the term.
+    if (this.phase !== follower) return void (this.phase = { name: 'stopped', left: leading });
+    if (this.now() >= leading.expiresAt) {
       // The answer came after the lease it granted could have run out: never believed. The
       // slot is still this holder's in the store, so the next attempt takes it at once.
-      this.tenure = undefined;
-      this.store.endTenure?.(this.lease(term));
+      this.phase = following();
+      this.powers.tenureProof?.endTenure(this.lease(leading.term));
       return this.wake(this.attempt, 0);
     }
-    if (this.emit({ type: 'elected', ...this.lease(term), expiresAt })) this.renewInTime();
+    this.phase = leading;
+    if (this.emit({ type: 'elected', ...this.lease(leading.term), expiresAt: leading.expiresAt })) this.renewInTime(leading);
+  }
+
+  /** Ends what a follower watches: changes, and the leader's tenure. */
+  private endFollowing(follower: Following): void {
+    this.listen(follower, false);
+    this.unwatchLeader(follower);
   }
 
   /**
@@ -263,28 +258,31 @@ export class Campaign {
    * follower that relies on the standbys lets them try first, for `retryEvery`, so that a
    * crowd of followers does not all try at the same millisecond.
    */
-  private untilNextAttempt(expiresIn: number): number {
+  private untilNextAttempt({ standby }: Following, expiresIn: number): number {
     const { retryEvery, renewEvery } = this.timing;
-    const relying = this.standby === 'full' || (this.standby === 'held' && this.store.isWatching());
+    const relying = standby === 'full' || (standby === 'held' && this.powers.changes?.isWatching() === true);
     const pollEvery = relying ? Math.max(retryEvery, renewEvery) : retryEvery;
-    const untilFree = expiresIn + 1 + (this.standby === 'full' ? retryEvery : 0);
+    const untilFree = expiresIn + 1 + (standby === 'full' ? retryEvery : 0);
     return untilFree >= 1 && untilFree < pollEvery ? untilFree : pollEvery;
   }
 
   /**
    * Keeps or takes a standby place, which lasts a lease and is renewed at each attempt, and
-   * listens for releases while it has one. Best effort: on an error, things stay as they
-   * were until the next attempt, which reports the error if it persists. It runs beside the
-   * campaign's one operation in flight, not as one: nothing waits for it.
+   * listens for releases while it has one; with a store that has no places, every follower
+   * stands by. Best effort: on an error, things stay as they were until the next attempt,
+   * which reports the error if it persists. It runs beside the campaign's one operation in
+   * flight, not as one: nothing waits for it.
    */
-  private standBy(): void {
+  private standBy(follower: Following): void {
     const settle = (held: boolean) => {
-      if (this.stopped || this.tenure !== undefined) return;
-      this.standby = held ? 'held' : 'full';
-      this.listen(held);
+      if (this.phase !== follower) return;
+      follower.standby = held ? 'held' : 'full';
+      this.listen(follower, held);
     };
+    const places = this.powers.standby;
+    if (places === undefined) return settle(true);
     try {
-      const held = this.store.standBy(this.slot, this.holder, this.reading(), this.timing.expiresAfter, standbyPlaces);
+      const held = places.standBy(this.slot, this.holder, this.reading(), this.timing.expiresAfter, standbyPlaces);
       if (isPromiseLike(held)) held.then(settle, () => undefined);
       else settle(held);
     } catch {
@@ -297,73 +295,78 @@ export class Campaign {
    * tenure's end before its expiry (SQLite: a leader on this host whose process is gone).
    * The other followers rely on the standbys.
    */
-  private watchLeader(lease: LeaseRecord, expiresIn: number): void {
-    const wanted = this.store.watchTenure !== undefined && this.standby === 'held' && stands(expiresIn) && lease.holder !== this.holder;
-    const current = this.leaderWatch;
+  private watchLeader(follower: Following, lease: LeaseRecord, expiresIn: number): void {
+    const proof = this.powers.tenureProof;
+    const wanted = proof !== undefined && follower.standby === 'held' && stands(expiresIn) && lease.holder !== this.holder;
+    const current = follower.leaderWatch;
     if (wanted && current !== undefined && isTenure(lease, current.lease) && current.watch.watching) return;
-    this.unwatchLeader();
+    this.unwatchLeader(follower);
     if (!wanted) return;
     const tenure = this.lease(lease.term, lease.holder);
-    const watch = (this.store.watchTenure as NonNullable<LeaseStore['watchTenure']>)(tenure, () => this.onTenureEnded(tenure));
-    this.leaderWatch = { lease: tenure, watch };
+    const watch = proof.watchTenure(tenure, () => this.onTenureEnded(follower, tenure));
+    follower.leaderWatch = { lease: tenure, watch };
   }
 
-  private unwatchLeader(): void {
-    this.leaderWatch?.watch.close();
-    this.leaderWatch = undefined;
+  private unwatchLeader(follower: Following): void {
+    follower.leaderWatch?.watch.close();
+    follower.leaderWatch = undefined;
   }
 
   /**
    * The store proved that the leader's tenure ended before its lease did (its process is
    * gone): this follower tries at once to take the slot from exactly that holder and term.
    */
-  private onTenureEnded(tenure: Lease): void {
-    if (this.leaderWatch?.lease !== tenure) return; // no longer watched
-    this.leaderWatch = undefined;
-    if (this.stopped || this.tenure !== undefined) return;
-    this.ended = tenure;
-    if (this.inFlight) return void (this.changedInFlight = true);
+  private onTenureEnded(follower: Following, tenure: Lease): void {
+    if (follower.leaderWatch?.lease !== tenure) return; // no longer watched
+    follower.leaderWatch = undefined;
+    if (this.phase !== follower) return;
+    follower.ended = tenure;
+    if (this.flights.busy) return void (follower.changedInFlight = true);
     // Every standby has the proof at the same moment, as with a release.
     this.attemptInCrowd();
   }
 
-  private listen(on: boolean): void {
-    if (on && this.unwatch === undefined) {
-      this.unwatch = this.store.watch(this.onChange, { renewals: true });
-    } else if (!on && this.unwatch !== undefined) {
-      this.unwatch();
-      this.unwatch = undefined;
+  private listen(follower: Following, on: boolean): void {
+    const changes = this.powers.changes;
+    if (on && follower.stopListening === undefined && changes !== undefined) {
+      follower.stopListening = changes.watch((origin, change) => this.onChange(follower, origin, change), { renewals: true });
+    } else if (!on && follower.stopListening !== undefined) {
+      follower.stopListening();
+      follower.stopListening = undefined;
     }
   }
 
   private readonly renew = (): void => {
-    const { term } = this.tenure as Tenure;
+    const leading = this.phase;
+    if (leading.name !== 'leading') return;
+    const { term } = leading;
     const sentExactly = this.scheduler.now(); // for how long it took; the belief counts in whole ms
     const sentAt = Math.floor(sentExactly);
     const { expiresAfter } = this.timing;
-    this.perform(
+    this.flights.run(
       // Even after a pause past the lease, this succeeds only if nobody took the slot
       // meanwhile (the store checks holder and term), so the tenure may go on.
       () => this.store.renew(this.lease(term), this.reading(), expiresAfter),
       (renewed) => {
         this.observer.timed?.('renewal', this.scheduler.now() - sentExactly);
         this.lockRetry.clear();
-        if (this.stopped || this.tenure?.term !== term) return; // ended meanwhile
-        if (!renewed) return this.lose('superseded');
+        if (this.phase !== leading) return; // ended meanwhile
+        if (!renewed) return this.lose(leading, 'superseded');
         // An answer that came after the lease it wrote ran out (the process paused inside the
         // call, say) is never believed: the belief ended meanwhile, and others may lead now.
-        if (this.now() >= sentAt + expiresAfter) return this.lose('expired');
-        this.tenure = { term, expiresAt: sentAt + expiresAfter };
-        if (this.emit({ type: 'renewed', ...this.lease(term), expiresAt: this.tenure.expiresAt })) this.renewInTime();
+        if (this.now() >= sentAt + expiresAfter) return this.lose(leading, 'expired');
+        const renewedTo: Leading = { name: 'leading', term, expiresAt: sentAt + expiresAfter };
+        this.phase = renewedTo;
+        if (this.emit({ type: 'renewed', ...this.lease(term), expiresAt: renewedTo.expiresAt })) this.renewInTime(renewedTo);
       },
       (error) => {
-        if (this.stopped || this.tenure?.term !== term) return;
-        if (error instanceof LockTaken) return this.renewWhenFree(error);
-        this.onStoreError(error, () => this.scheduleRenewal(this.timing.retryEvery));
+        if (this.phase !== leading) return;
+        if (error instanceof LockTaken) return this.renewWhenFree(leading, error);
+        this.onStoreError(error, () => this.scheduleRenewal(leading, this.timing.retryEvery));
       },
     );
     // An answer still to come: the lease in force runs out meanwhile, if it comes to that.
-    if (this.inFlight !== undefined && this.tenure?.term === term) this.scheduleExpiry();
+    if (this.flights.busy && this.phase === leading) this.scheduleExpiry(leading);
   };
 
   /**
@@ -371,7 +374,7 @@ export class Campaign {
    * in force ends (then `lost`, `expired`, on time: nothing waited). Every `retryEvery` of it
    * is reported as an `error` event.
    */
-  private renewWhenFree(error: LockTaken): void {
+  private renewWhenFree(leading: Leading, error: LockTaken): void {
     const now = this.now();
     const step = this.lockRetry.next(now);
     const lockedFor = this.lockRetry.lockedFor(now);
@@ -379,7 +382,7 @@ export class Campaign {
       this.lockRetry.restart(now);
       if (!this.emit({ type: 'error', slot: this.slot, holder: this.holder, error: lockedOut(error, lockedFor) })) return;
     }
-    this.scheduleRenewal(step);
+    this.scheduleRenewal(leading, step);
   }
 
   /**
@@ -388,34 +391,37 @@ export class Campaign {
    * network, an acquisition that waited behind a lock). Where answers come at once, a fresh
    * lease always has more than `renewEvery` left.
    */
-  private renewInTime(): void {
-    const untilExpiry = (this.tenure as Tenure).expiresAt - this.now();
+  private renewInTime(leading: Leading): void {
+    const untilExpiry = leading.expiresAt - this.now();
     const { renewEvery } = this.timing;
-    this.scheduleRenewal(untilExpiry > renewEvery ? renewEvery : Math.floor(untilExpiry / 2));
+    this.scheduleRenewal(leading, untilExpiry > renewEvery ? renewEvery : Math.floor(untilExpiry / 2));
   }
 
   /** Renews after `interval`, unless the lease ends first: then the tenure ends at its expiry. */
-  private scheduleRenewal(interval: number): void {
-    const untilExpiry = (this.tenure as Tenure).expiresAt - this.now();
+  private scheduleRenewal(leading: Leading, interval: number): void {
+    const untilExpiry = leading.expiresAt - this.now();
     if (interval < untilExpiry) this.wake(this.renew, interval);
-    else this.scheduleExpiry();
+    else this.scheduleExpiry(leading);
   }
 
-  private scheduleExpiry(): void {
-    const untilExpiry = (this.tenure as Tenure).expiresAt - this.now();
+  private scheduleExpiry(leading: Leading): void {
+    const untilExpiry = leading.expiresAt - this.now();
     if (untilExpiry > 0) this.wake(this.expire, untilExpiry);
     else this.expire();
   }
 
-  private readonly expire = (): void => this.lose('expired');
+  private readonly expire = (): void => {
+    const leading = this.phase;
+    if (leading.name === 'leading') this.lose(leading, 'expired');
+  };
 
-  private lose(reason: LostReason): void {
-    const lease = this.lease((this.tenure as Tenure).term);
-    this.tenure = undefined;
+  private lose(leading: Leading, reason: LostReason): void {
+    const lease = this.lease(leading.term);
+    this.phase = following();
     this.lockRetry.clear(); // a follower's attempts start an episode of their own
     const goesOn = this.emit({ type: 'lost', ...lease, reason });
     // Only now, with the belief gone everywhere it was told, may the store say so.
-    this.store.endTenure?.(lease);
+    this.powers.tenureProof?.endTenure(lease);
     if (goesOn) this.wake(this.attempt, 0);
   }
 
@@ -428,48 +434,10 @@ export class Campaign {
     }
   }
 
-  /**
-   * Runs one store operation and hands its outcome on: at once if the store answered at
-   * once, else when the answer comes, with the operation counted as in flight until then.
-   */
-  private perform<T>(operation: () => Eventually<T>, onResult: (value: T) => void, onError: (error: unknown) => void): void {
-    let answer: Eventually<T>;
-    try {
-      answer = operation();
-    } catch (error) {
-      return onError(error);
-    }
-    if (!isPromiseLike(answer)) return onResult(answer);
-    const flight = {};
-    this.inFlight = flight;
-    const land = (handle: () => void) => {
-      try {
-        handle();
-      } catch (error) {
-        // Unexpected: it ends the stream (whose teardown releases), never as an unhandled rejection.
-        if (!this.stopped) this.observer.error(error);
-      }
-      if (this.inFlight === flight) this.inFlight = undefined;
-      const next = this.afterFlight;
-      this.afterFlight = undefined;
-      next?.();
-    };
-    answer.then(
-      (value) => land(() => onResult(value)),
-      (error: unknown) => land(() => onError(error)),
-    );
-  }
-
-  /** Runs `action` now, or once the operation in flight settles. */
-  private whenSettled(action: () => void): void {
-    if (this.inFlight === undefined) action();
-    else this.afterFlight = action;
-  }
-
   /** Emits, then says whether the campaign still runs: a subscriber may stop it from `next`. */
   private emit(event: LeadershipEvent): boolean {
     this.observer.next(event);
-    return !this.stopped;
+    return this.phase.name !== 'stopped';
   }
 
   /**
@@ -478,9 +446,9 @@ export class Campaign {
    */
   private wake(action: () => void, delay: number): void {
     this.timer?.unsubscribe();
-    if (this.stopped) return;
-    this.afterFlight = undefined;
-    const run = action === this.expire ? action : () => this.whenSettled(action);
+    if (this.phase.name === 'stopped') return;
+    this.flights.cancelQueued();
+    const run = action === this.expire ? action : () => this.flights.whenSettled(action);
     this.timer = this.scheduler.schedule(run, delay);
   }
 
@@ -491,11 +459,11 @@ export class Campaign {
    * that fell due in the order they were set, and a job's may come before the campaign's.
    */
   believes(term: number): boolean {
-    const { tenure } = this;
-    if (this.stopped || tenure?.term !== term) return false;
-    if (this.now() < tenure.expiresAt) return true;
+    const leading = this.phase;
+    if (leading.name !== 'leading' || leading.term !== term) return false;
+    if (this.now() < leading.expiresAt) return true;
     this.timer?.unsubscribe();
-    this.expire();
+    this.lose(leading, 'expired');
     return false;
   }
 

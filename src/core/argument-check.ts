@@ -54,34 +54,6 @@ function shortText(value: unknown): string {
   return typeof value === 'function' ? 'function' : String(value);
 }
 
-/** A better-sqlite3 `Database`, recognised by the methods this library calls. */
-export function expectDatabase(name: string, value: unknown): void {
-  const expected = 'a better-sqlite3 Database';
-  const db = expectObject(name, value, expected) as Record<string, unknown>;
-  if (typeof db.prepare !== 'function' || typeof db.transaction !== 'function' || typeof db.pragma !== 'function') {
-    throw argumentError(TypeError, name, expected, value);
-  }
-}
-
-/**
- * A lease store (PostgreSQL's, or one of the user's), recognised by the operations the
- * campaign calls; anything else must be a better-sqlite3 `Database`.
- */
-export function isLeaseStore(value: unknown): boolean {
-  const store = value as Record<string, unknown> | null;
-  return (
-    typeof store === 'object' &&
-    store !== null &&
-    ['acquire', 'renew', 'release', 'standBy', 'leaveStandby', 'watch', 'isWatching'].every((name) => typeof store[name] === 'function')
-  );
-}
-
-/** A store an observer can look at (`look` and `watch`); anything else must be a better-sqlite3 `Database`. */
-export function isLeaseReader(value: unknown): boolean {
-  const reader = value as Record<string, unknown> | null;
-  return typeof reader === 'object' && reader !== null && typeof reader.look === 'function' && typeof reader.watch === 'function';
-}
-
 /** A config object with only the `known` keys: a misspelt option must not be silently ignored. */
 export function expectConfig(value: unknown, known: readonly string[]): void {
   expectObject('config', value);

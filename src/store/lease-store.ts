@@ -1,5 +1,8 @@
 import type { ClockReading } from '../core/monotonic-scheduler';
 import { LeadershipError } from '../core/leadership-error';
+import type { Database } from 'better-sqlite3';
+import { argumentError, expectObject } from '../core/argument-check';
+import { Eventually, isPromiseLike } from '../core/eventually';
 import { Lease } from '../core/leadership-event';
 
 /**
@@ -26,17 +29,8 @@ export interface LeaseRecord {
   readonly expiresAt: number;
 }
 
-/**
- * A value now (SQLite answers synchronously) or later (a database across the network). The
- * campaign handles both, so that it is written once and SQLite keeps its synchronous,
- * virtual-time-testable path.
- */
-export type Eventually<T> = T | PromiseLike<T>;
-
-/** Whether an `Eventually` value is still to come. */
-export function isPromiseLike<T>(value: Eventually<T>): value is PromiseLike<T> {
-  return typeof (value as { then?: unknown } | null)?.then === 'function';
-}
+export type { Eventually };
+export { isPromiseLike };
 
 /**
  * Where a change came from: this connection (its candidates hear of it in turn, at once), or
@@ -130,16 +124,16 @@ export interface AcquireResult extends LeaseView {
 
 /**
  * What an observer needs of a store: a look at a slot that never writes (it works on a
- * read-only connection, and before anything was created: then nobody leads), and word of
- * changes.
+ * read-only connection, and before anything was created: then nobody leads). With the
+ * `changes` capability it hears of changes at once; without, it polls.
  */
 export interface LeaseReader {
   /** Whose clock times what is stored (see {@link LeaseStore.clock}). */
   readonly clock: 'candidate' | 'server';
   /** The slot's lease, expired or not, or `undefined` when there is none, judged at `now`. */
   look(slot: number, now: ClockReading): Eventually<LeaseView | undefined>;
-  /** Calls `listener` when a slot may have changed hands (see {@link LeaseStore.watch}); returns the way to stop. */
-  watch(listener: (origin: ChangeOrigin, change: LeaseChange) => void, options?: WatchOptions): () => void;
+  /** What the store can do beyond these operations (see {@link StoreCapabilities}). */
+  readonly capabilities?: Pick<StoreCapabilities, 'changes'>;
 }
 
 /**
@@ -152,13 +146,17 @@ export interface LeaseReader {
  * a lease has ended on a wall clock alone where a clock that cannot jump can say it: a wall
  * clock that steps must never let a follower take a lease its holder still believes in.
  *
+ * Every store has these five operations (`clock`, `look`, `acquire`, `renew`, `release`);
+ * what some stores can do beyond them is stated in `capabilities`, and a campaign without a
+ * capability does without it (see {@link StoreCapabilities}).
+ *
  * Operations return at once or a promise; errors (thrown or rejected) are only
  * `LeadershipError`s, so that the campaign can tell transient errors from terminal ones
  * without knowing the database. A store whose operations would otherwise wait for a lock
  * with the host's event loop stopped (SQLite: the connection's busy wait) never waits: it
  * throws `LockTaken` at once, and the caller tries again on its timers.
  */
-export interface LeaseStore {
+export interface LeaseStore extends LeaseReader {
   /**
    * Whose clock times what is stored: `'candidate'`, the readings passed in (SQLite: every
    * candidate shares the host's clocks), or `'server'`, the database's own.
@@ -179,6 +177,42 @@ export interface LeaseStore {
   renew(lease: Lease, now: ClockReading, expiresAfter: number): Eventually<boolean>;
   /** Frees the slot if, and only if, it still holds `lease`. Returns whether it did. */
   release(lease: Lease): Eventually<boolean>;
+  /** What the store can do beyond these operations (see {@link StoreCapabilities}). */
+  readonly capabilities?: StoreCapabilities;
+}
+
+/**
+ * The powers a store may have beyond the five operations every store has, each named and
+ * each optional: a campaign or an observer asks `store.capabilities?.<name>`, and without
+ * it does what a store without that power needs (polling, every follower standing by,
+ * waiting for leases to expire).
+ */
+export interface StoreCapabilities {
+  /** Word of changes, so that followers try at once and observers see at once. Without it, they poll. */
+  readonly changes?: ChangeSignals;
+  /** A few standby places per slot, so that a release wakes a few followers, not all. Without it, every follower stands by. */
+  readonly standby?: StandbyPlaces;
+  /** Proof that a tenure ended before its lease did (SQLite: its holder's process is gone). Without it, followers wait for the lease. */
+  readonly tenureProof?: TenureProof;
+  /** Work in one transaction with the check that a lease still holds (see `fenced`). */
+  readonly fencing?: Fencing<unknown>;
+}
+
+/** The `changes` capability: word that a slot may have changed hands. */
+export interface ChangeSignals {
+  /**
+   * Calls `listener` when a slot may have changed hands (a release, or for some stores an
+   * acquisition), in this process or another, so that followers can try at once instead of
+   * at their next timer. Best effort: a change may go unreported (or be reported twice),
+   * which is why campaigns keep their timers. Returns the way to stop listening.
+   */
+  watch(listener: (origin: ChangeOrigin, change: LeaseChange) => void, options?: WatchOptions): () => void;
+  /** Whether changes are being reported right now (a watch can fail, or not be possible at all). */
+  isWatching(): boolean;
+}
+
+/** The `standby` capability: the few followers of a slot that watch for its release. */
+export interface StandbyPlaces {
   /**
    * Keeps or takes one of the first `places` standby places of `slot` for `holder` for
    * `expiresAfter` ms, and says whether `holder` holds one now. Standby followers are the
@@ -189,32 +223,79 @@ export interface LeaseStore {
   standBy(slot: number, holder: string, now: ClockReading, expiresAfter: number, places: number): Eventually<boolean>;
   /** Gives up `holder`'s standby place of `slot`, if it has one. */
   leaveStandby(slot: number, holder: string): Eventually<void>;
-  /**
-   * Calls `listener` when a slot may have changed hands (a release, or for some stores an
-   * acquisition), in this process or another, so that followers can try at once instead of
-   * at their next timer. Best effort: a change may go unreported (or be reported twice),
-   * which is why campaigns keep their timers. Returns the way to stop listening.
-   */
-  watch(listener: (origin: ChangeOrigin, change: LeaseChange) => void, options?: WatchOptions): () => void;
-  /** Whether changes are being reported right now (a watch can fail, or not be possible at all). */
-  isWatching(): boolean;
-  /**
-   * Optional, for stores whose candidates share a host: calls `onEnded` if, and only if,
-   * there is positive proof that `lease`'s holder no longer believes in it (its process is
-   * gone, or it gave the tenure up), so that a follower may take the slot at once with
-   * `acquire(..., { ended: lease })`. No word proves nothing: the lease still stands.
-   */
-  watchTenure?(lease: Lease, onEnded: () => void): TenureWatch;
-  /**
-   * Optional, the leader's side of `watchTenure`: this candidate no longer believes it holds
-   * `lease` (it was lost), so the store may stop proving its holder alive. `release` does
-   * the same by itself. Never throws.
-   */
-  endTenure?(lease: Lease): void;
 }
 
-/** A lease store whose fenced work is asynchronous and gets a client: PostgreSQL's. */
-export interface FencingStore<Client> {
+/** The `tenureProof` capability, for stores whose candidates share a host. */
+export interface TenureProof {
+  /**
+   * Calls `onEnded` if, and only if, there is positive proof that `lease`'s holder no longer
+   * believes in it (its process is gone, or it gave the tenure up), so that a follower may
+   * take the slot at once with `acquire(..., { ended: lease })`. No word proves nothing: the
+   * lease still stands.
+   */
+  watchTenure(lease: Lease, onEnded: () => void): TenureWatch;
+  /**
+   * The leader's side of `watchTenure`: this candidate no longer believes it holds `lease`
+   * (it was lost), so the store may stop proving its holder alive. `release` does the same
+   * by itself. Never throws.
+   */
+  endTenure(lease: Lease): void;
+}
+
+/** The `fencing` capability of a store whose fenced work is asynchronous and gets a client: PostgreSQL's. */
+export interface Fencing<Client> {
   /** Runs `work` in one transaction that first checks that `lease` still holds (see `fenced`). */
   fenced<T>(lease: Lease, work: (client: Client) => Promise<T>): Promise<T>;
+}
+
+/** A lease store with the `fencing` capability, whose work gets a `Client`. */
+export interface FencingStore<Client> extends LeaseStore {
+  /** What the store can do beyond its five operations: fencing among them. */
+  readonly capabilities: FencingCapabilities<Client>;
+}
+
+/** Capabilities that include fencing whose work gets a `Client`. */
+export interface FencingCapabilities<Client> extends StoreCapabilities {
+  /** Work in one transaction with the check that a lease still holds (see `fenced`). */
+  readonly fencing: Fencing<Client>;
+}
+
+/** The operations every store has, and every reader (see {@link LeaseStore}). */
+const storeOperations = ['look', 'acquire', 'renew', 'release'] as const;
+const readerOperations = ['look'] as const;
+
+/** What a `db` argument is: a store (or reader) of its own, or a better-sqlite3 `Database` to make one of. */
+export type GivenDatabase<Store> = { readonly store: Store } | { readonly database: Database };
+
+/**
+ * The one test of a `db` argument, for candidates (`'store'`: every operation) and observers
+ * (`'reader'`: `look`): a lease store, or else a better-sqlite3 `Database`. Anything else is
+ * refused with one message, which names what a store lacks when it is almost one.
+ */
+export function storeOrDatabase(name: string, value: unknown, role: 'store'): GivenDatabase<LeaseStore>;
+export function storeOrDatabase(name: string, value: unknown, role: 'reader'): GivenDatabase<LeaseReader>;
+export function storeOrDatabase(name: string, value: unknown, role: 'store' | 'reader'): GivenDatabase<LeaseReader> {
+  const expected = `a better-sqlite3 Database or a lease store (clock, ${(role === 'store' ? storeOperations : readerOperations).join(', ')})`;
+  const given = expectObject(name, value, expected) as Record<string, unknown>;
+  if (isDatabase(given)) return { database: value as Database };
+  const operations = role === 'store' ? storeOperations : readerOperations;
+  const missing = operations.filter((operation) => typeof given[operation] !== 'function');
+  const clock = given.clock === 'candidate' || given.clock === 'server';
+  if (missing.length === 0 && clock) return { store: value as LeaseReader };
+  const almost = storeOperations.some((operation) => typeof given[operation] === 'function');
+  if (!almost) throw argumentError(TypeError, name, expected, value);
+  const lacks = [...(clock ? [] : ["clock ('candidate' or 'server')"]), ...missing];
+  throw new TypeError(`Expected \`${name}\` to be a lease store, got one without ${lacks.join(', ')}`);
+}
+
+/** A better-sqlite3 `Database`, recognised by the methods this library calls. */
+export function isDatabase(value: unknown): value is Database {
+  const db = value as Record<string, unknown> | null;
+  return (
+    typeof db === 'object' &&
+    db !== null &&
+    typeof db.prepare === 'function' &&
+    typeof db.transaction === 'function' &&
+    typeof db.pragma === 'function'
+  );
 }

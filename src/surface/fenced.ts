@@ -1,10 +1,10 @@
 import type { Database } from 'better-sqlite3';
 import { SchedulerLike } from 'rxjs';
 import { monotonicScheduler, readClocks } from '../core/monotonic-scheduler';
-import { argumentError, expectDatabase, expectInteger, expectObject, expectString } from '../core/argument-check';
+import { argumentError, expectInteger, expectObject, expectString } from '../core/argument-check';
 import { MAX_HOLDER_LENGTH } from './leadership-config';
 import { Lease } from '../core/leadership-event';
-import type { FencingStore } from '../store/lease-store';
+import { Fencing, FencingStore, isDatabase, storeOrDatabase } from '../store/lease-store';
 import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 
 /**
@@ -51,14 +51,25 @@ export function fenced<T>(
   work: (client?: unknown) => T,
   scheduler: SchedulerLike = monotonicScheduler,
 ): T | Promise<T> {
-  // A better-sqlite3 Database has no `fenced`: whatever has one is a store that fences itself.
-  const store = typeof (db as Partial<FencingStore<unknown>>).fenced === 'function' ? (db as FencingStore<unknown>) : undefined;
-  if (store === undefined) expectDatabase('db', db);
+  const fencing = fencingOf(db);
   expectObject('lease', lease);
   expectInteger('lease.slot', lease.slot, 0, Number.MAX_SAFE_INTEGER);
   expectString('lease.holder', lease.holder, MAX_HOLDER_LENGTH);
   expectInteger('lease.term', lease.term, 1, Number.MAX_SAFE_INTEGER);
   if (typeof work !== 'function') throw argumentError(TypeError, 'work', 'a function', work);
-  if (store !== undefined) return store.fenced(lease, work as (client: unknown) => Promise<T>);
-  return sqliteLeaseStore(db as Database).fenced(lease, () => readClocks(scheduler), work);
+  if (fencing !== undefined) return fencing.fenced(lease, work as (client: unknown) => Promise<T>);
+  return sqliteLeaseStore(db as Database).fencedSync(lease, () => readClocks(scheduler), work);
+}
+
+/** The store's fencing, or `undefined` for a better-sqlite3 `Database`; a store without it cannot fence. */
+function fencingOf(db: unknown): Fencing<unknown> | undefined {
+  if (isDatabase(db)) return undefined;
+  const given = storeOrDatabase('db', db, 'store');
+  if ('database' in given) return undefined;
+  const fencing = given.store.capabilities?.fencing;
+  if (fencing === undefined)
+    throw new TypeError(
+      'Expected `db` to be a better-sqlite3 Database or a lease store that can fence, got a store without the fencing capability',
+    );
+  return fencing;
 }

@@ -1,13 +1,14 @@
 import type { Database } from 'better-sqlite3';
 import { Observable, SchedulerLike, Subscription } from 'rxjs';
-import { expectConfig, expectDatabase, expectInteger, expectScheduler, isLeaseReader, MAX_DELAY } from '../core/argument-check';
+import { expectConfig, expectInteger, expectScheduler, MAX_DELAY } from '../core/argument-check';
 import { LeadershipError } from '../core/leadership-error';
 import { beginAll, expectInstrument, LeaderInstrument } from './instrument';
 import type { LeaderState } from './leader-state';
 import { LeaseObservation } from '../campaign/lease-observation';
 import { monotonicScheduler, readClocks } from '../core/monotonic-scheduler';
 import { LockRetry } from '../campaign/lock-retry';
-import { Eventually, isPromiseLike, LeaseReader, LeaseView, LockTaken } from '../store/lease-store';
+import { LeaseReader, LeaseView, LockTaken, storeOrDatabase } from '../store/lease-store';
+import { OneInFlight } from '../campaign/one-in-flight';
 import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 import { stands } from '../store/lease-check';
 
@@ -63,8 +64,7 @@ const knownOptions = ['slot', 'pollEvery', 'scheduler', 'instrument'];
  * ```
  */
 export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderConfig = {}): Observable<LeaderState> {
-  const reader = isLeaseReader(db) ? (db as LeaseReader) : undefined;
-  if (reader === undefined) expectDatabase('db', db);
+  const given = storeOrDatabase('db', db, 'reader');
   expectConfig(config, knownOptions);
   const { slot = 0, pollEvery = 1_000, scheduler = monotonicScheduler, instrument } = config;
   expectInteger('slot', slot, 0, Number.MAX_SAFE_INTEGER);
@@ -73,42 +73,27 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
   expectInstrument(instrument, 'observeLeader');
 
   return new Observable<LeaderState>((subscriber) => {
-    const store = reader ?? sqliteLeaseStore(db as Database);
+    const store = 'store' in given ? given.store : sqliteLeaseStore(given.database);
     const recording = beginAll(instrument, { slot, pollEvery, now: () => scheduler.now() });
     let timer: Subscription | undefined;
     let last: LeaderState | undefined;
     const observation = new LeaseObservation();
     const lockRetry = new LockRetry();
-    /** Whether a look is in flight, and whether another was asked for meanwhile. */
-    let looking = false;
-    let lookAgain = false;
+    // A look asked for while one is in flight runs once that one lands, in place of its answer.
+    const flights = new OneInFlight((error) => subscriber.error(error));
     const look = (): void => {
       timer?.unsubscribe();
-      if (looking) {
-        lookAgain = true;
-        return;
-      }
-      let answer: Eventually<LeaseView | undefined>;
-      try {
-        answer = store.look(slot, readClocks(scheduler));
-      } catch (error) {
-        return failed(error);
-      }
-      if (!isPromiseLike(answer)) return seen(answer);
-      looking = true;
-      answer.then(
-        (view) => settle(() => seen(view)),
-        (error: unknown) => settle(() => failed(error)),
+      flights.whenSettled(() =>
+        flights.run(
+          () => store.look(slot, readClocks(scheduler)),
+          (view) => landed(() => seen(view)),
+          (error) => landed(() => failed(error)),
+        ),
       );
     };
-    const settle = (handle: () => void) => {
-      looking = false;
-      if (subscriber.closed) return;
-      if (lookAgain) {
-        lookAgain = false;
-        return look();
-      }
-      handle();
+    /** An answer is handled unless the stream ended, or a newer look is due (the answer may predate the change that asked for it). */
+    const landed = (handle: () => void) => {
+      if (!subscriber.closed && !flights.hasQueued) handle();
     };
     const seen = (view: LeaseView | undefined): void => {
       lockRetry.clear();
@@ -135,7 +120,7 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
       timer = scheduler.schedule(look, step ?? pollEvery);
     };
     // A change reported by the store comes from inside another operation: look right after it.
-    const unwatch = store.watch(
+    const unwatch = store.capabilities?.changes?.watch(
       () => {
         timer?.unsubscribe();
         timer = scheduler.schedule(look, 0);
@@ -145,7 +130,7 @@ export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderC
     look();
     return () => {
       timer?.unsubscribe();
-      unwatch();
+      unwatch?.();
       recording?.end();
     };
   });

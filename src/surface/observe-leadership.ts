@@ -1,14 +1,13 @@
 import type { Database } from 'better-sqlite3';
 import { Observable } from 'rxjs';
 import { ulid } from 'ulid';
-import { expectDatabase, isLeaseStore } from '../core/argument-check';
 import { Campaign } from '../campaign/campaign';
 import { monotonicScheduler } from '../core/monotonic-scheduler';
 import { enrollBeliever, enrollCandidate } from './candidate-registry';
 import { LeadershipConfig, resolveLeadershipConfig } from './leadership-config';
 import { beginAll } from './instrument';
 import { LeadershipEvent } from '../core/leadership-event';
-import type { LeaseStore } from '../store/lease-store';
+import { LeaseStore, storeOrDatabase } from '../store/lease-store';
 import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 
 /**
@@ -42,9 +41,8 @@ import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
  * ```
  */
 export function observeLeadership(db: Database | LeaseStore, config?: LeadershipConfig): Observable<LeadershipEvent> {
-  const given = isLeaseStore(db) ? (db as LeaseStore) : undefined;
-  if (given === undefined) expectDatabase('db', db);
-  const store = given ?? sqliteLeaseStore(db as Database);
+  const given = storeOrDatabase('db', db, 'store');
+  const store = 'store' in given ? given.store : sqliteLeaseStore(given.database);
   const { slot, holder: fixedHolder, scheduler = monotonicScheduler, instrument, ...timing } = resolveLeadershipConfig(config);
 
   return new Observable<LeadershipEvent>((subscriber) => {

@@ -104,7 +104,7 @@ describe('SqliteLeaseStore', () => {
         const { lease: taken } = store.acquire(0, 'a', on('host', 1_000, 50_000), 300);
         db.exec('CREATE TABLE IF NOT EXISTS fenced_rows (n INTEGER)');
         const write = (now: ReturnType<typeof on>) =>
-          store.fenced(
+          store.fencedSync(
             lease('a', taken.term),
             () => now,
             () => db.exec('INSERT INTO fenced_rows VALUES (1)'),
@@ -199,7 +199,7 @@ describe('SqliteLeaseStore', () => {
       );
       await new Promise((resolve) => child.stdout.once('data', resolve));
       const started = performance.now();
-      const written = store.fenced(
+      const written = store.fencedSync(
         lease,
         () => at(1_100),
         () => 'written',

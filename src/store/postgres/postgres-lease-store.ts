@@ -9,9 +9,12 @@ import {
   ChangeOrigin,
   ClockReading,
   LeaseChange,
-  LeaseReader,
-  LeaseStore,
+  ChangeSignals,
+  Fencing,
+  FencingCapabilities,
+  FencingStore,
   LeaseView,
+  StandbyPlaces,
   LockTaken,
   WatchOptions,
 } from '../lease-store';
@@ -140,8 +143,10 @@ export function postgresLeaseStore(pool: Pool, config: PostgresLeaseStoreConfig 
 }
 
 /** See {@link postgresLeaseStore}. */
-export class PostgresLeaseStore implements LeaseStore, LeaseReader {
+export class PostgresLeaseStore implements FencingStore<PoolClient>, ChangeSignals, StandbyPlaces, Fencing<PoolClient> {
   readonly clock = 'server';
+  /** Notifications, standby places as advisory locks, and fencing under the row's lock; no proof of a tenure's end across hosts. */
+  readonly capabilities: FencingCapabilities<PoolClient> = { changes: this, standby: this, fencing: this };
   private readonly statements: ReturnType<typeof statementsFor>;
   /** The table and its term sequence, quoted. */
   private readonly qualified: { readonly table: string; readonly termSequence: string };

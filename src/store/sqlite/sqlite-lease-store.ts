@@ -11,10 +11,13 @@ import {
   ClockReading,
   isTenure,
   LeaseChange,
-  LeaseReader,
+  ChangeSignals,
   LeaseRecord,
   LeaseStore,
   LeaseView,
+  StandbyPlaces,
+  StoreCapabilities,
+  TenureProof,
   TenureWatch,
 } from '../lease-store';
 import { ChangeListeners } from '../change-listeners';
@@ -118,9 +121,11 @@ export function sqliteLeaseStore(db: Database): SqliteLeaseStore {
  * Nothing touches the database before the first operation, which creates what is missing
  * of the schema and prepares the statements.
  */
-export class SqliteLeaseStore implements LeaseStore, LeaseReader {
+export class SqliteLeaseStore implements LeaseStore, ChangeSignals, StandbyPlaces, TenureProof {
   /** Every candidate of a SQLite file shares the host's clock: what is stored is timed by theirs. */
   readonly clock = 'candidate';
+  /** Releases signalled through a file, standby places in a table, and tenures proven over by their endpoints. */
+  readonly capabilities: StoreCapabilities = { changes: this, standby: this, tenureProof: this };
   private statements: Statements | undefined;
   private readOnly: Statement<[Judged], LeaseRow> | undefined;
   /** The file this connection opened, as the file system knew it then. */
@@ -279,7 +284,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseReader {
    * statements, it waits for the write lock as the connection's busy timeout says: the
    * user's work needs that lock, and the user chose how long to wait for it.
    */
-  fenced<T>(lease: Lease, now: () => ClockReading, work: () => T): T {
+  fencedSync<T>(lease: Lease, now: () => ClockReading, work: () => T): T {
     const statements = this.guard((prepared) => prepared);
     // Errors of the user's work pass through untouched; only the library's own are translated.
     let inWork = false;

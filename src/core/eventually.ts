@@ -1,0 +1,11 @@
+/**
+ * A value now (SQLite answers synchronously) or later (a database across the network). The
+ * campaign handles both, so that it is written once and SQLite keeps its synchronous,
+ * virtual-time-testable path.
+ */
+export type Eventually<T> = T | PromiseLike<T>;
+
+/** Whether an `Eventually` value is still to come. */
+export function isPromiseLike<T>(value: Eventually<T>): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
+}
