@@ -7,7 +7,7 @@
  * Options come as JSON in argv[2]: { file, journal, rowsPerSecond }. SIGTERM stops it; it
  * then reports `{ type: 'app-writer', rows, seconds }` on stdout.
  */
-import { JournalMode, openDatabase, report } from '../chaos/worker';
+import { JournalMode, openWorkerDatabase, report } from '../test-kit/worker';
 
 interface AppWriterOptions {
   file: string;
@@ -17,7 +17,7 @@ interface AppWriterOptions {
 
 function main(): void {
   const { file, journal, rowsPerSecond } = JSON.parse(process.argv[2]) as AppWriterOptions;
-  const db = openDatabase(file, {
+  const db = openWorkerDatabase(file, {
     journal,
     setupSql: 'CREATE TABLE IF NOT EXISTS app_jobs (id INTEGER PRIMARY KEY, payload TEXT NOT NULL, at INTEGER NOT NULL)',
   });

@@ -2,7 +2,7 @@
  * npm run bench [-- --smoke] [-- --only SCENARIOS] [-- --journal MODES] [-- --trials N] [-- --out FOLDER]
  *
  * Measures failover and cost with this library and, side by side in the same run, with a
- * baseline that does what the original worker does (its statements, polling at a fixed
+ * run of the original worker's own way (its statements, polling at a fixed
  * interval). Prints the tables, writes results.json and latency.svg into FOLDER (bench/ by
  * default; a temporary folder for --smoke, the tiny run that CI makes so that this script
  * cannot rot, and for --only, which runs some of the scenarios: a comma-separated list of
@@ -12,7 +12,7 @@
  * delete, truncate, persist, wal; all four by default). Processes open the file as users do:
  * `delete`, `truncate` and `persist` with better-sqlite3's defaults otherwise (a 5 s busy
  * timeout, synchronous FULL), `wal` as README advises (synchronous NORMAL, a 50 ms busy
- * timeout). The baseline runs in the first mode listed only.
+ * timeout). The original worker runs in the first mode listed only.
  *
  * `postgres` runs the handoff and takeover trials of this library on PostgreSQL (a server
  * started for the run, or the one OBSERVE_LEADERSHIP_TEST_DATABASE_URL names), to be read
@@ -24,20 +24,20 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { eventually } from '../chaos/eventually';
-import { mulberry32 } from '../chaos/fault-plan';
-import { WorkerRecord } from '../chaos/history';
-import { seedStatements, seedTable } from '../chaos/seed-statements';
-import { PostgresTarget } from '../chaos/chaos-database';
-import { PostgresServer, startPostgresServer } from '../chaos/postgres-server';
-import { JournalMode, journalModes, openDatabase } from '../chaos/worker';
+import { eventually } from '../test-kit/eventually';
+import { mulberry32 } from '../test-kit/seeded-random';
+import { WorkerRecord } from '../test-kit/history';
+import { originalStatements, originalTable } from '../test-kit/original-statements';
+import { PostgresTarget } from '../test-kit/chaos-database';
+import { PostgresServer, startPostgresServer } from '../test-kit/postgres-server';
+import { JournalMode, journalModes, openWorkerDatabase } from '../test-kit/worker';
 import { ChildProcess, spawn } from 'node:child_process';
-import { sleep, WorkerKind, WorkerProcess } from '../chaos/worker-process';
-import { sqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
+import { sleep, WorkerKind, WorkerProcess } from '../test-kit/worker-process';
+import { sqliteLeaseStore } from './library-internals';
 import { Pool } from 'pg';
 import { renderChart } from './chart';
 import { fleet, FleetSize } from './fleet';
-import { PoolMode, poolModes, startPgBouncer } from '../chaos/pgbouncer';
+import { PoolMode, poolModes, startPgBouncer } from '../test-kit/pgbouncer';
 import { Cluster, coldStarts, Comparison, defaults, Distribution, distribution, handoffs, shortLease, takeovers, Timing } from './cluster';
 import { LockedRun, lockedRuns, lockedTiming } from './locked';
 
@@ -167,11 +167,11 @@ async function idleRun(cluster: Cluster, count: number, warmUp: number, seconds:
 
 /** The cost of one statement group, in µs, in this process, on a file in that journal mode; and the worst single call, in ms. */
 function statementCosts(folder: string, calls: number, journal: JournalMode) {
-  const db = openDatabase(join(mkdtempSync(join(folder, 'statements-')), 'bench.db'), { journal });
-  db.exec(seedTable);
+  const db = openWorkerDatabase(join(mkdtempSync(join(folder, 'statements-')), 'bench.db'), { journal });
+  db.exec(originalTable);
   const store = sqliteLeaseStore(db);
-  const seed = seedStatements(db, 'rust', 60_000);
-  const otherSeed = seedStatements(db, 'other', 60_000);
+  const original = originalStatements(db, 'rust', 60_000);
+  const otherOriginal = originalStatements(db, 'other', 60_000);
   const time = (operation: (i: number) => void) => {
     for (let i = 0; i < 100; i++) operation(-1 - i); // warm up: prepared statements, JIT
     const durations: number[] = [];
@@ -198,13 +198,13 @@ function statementCosts(folder: string, calls: number, journal: JournalMode) {
       followerAttempt: time(() => store.acquire(0, 'b', at(now), 60_000)),
       acquire: time((i) => store.acquire(1, 'a', at(now + i), 60_000)),
     },
-    baseline: {} as Record<string, { meanMicros: number; p99Millis: number; p999Millis: number; worstMillis: number }>,
+    original: {} as Record<string, { meanMicros: number; p99Millis: number; p999Millis: number; worstMillis: number }>,
   };
   store.release({ slot: 0, holder: 'a', term: store.read(0)!.term });
-  seed.tryAcquire(now);
-  results.baseline = {
-    renew: time((i) => seed.renew(now + i)),
-    followerAttempt: time(() => otherSeed.tryAcquire(now)),
+  original.tryAcquire(now);
+  results.original = {
+    renew: time((i) => original.renew(now + i)),
+    followerAttempt: time(() => otherOriginal.tryAcquire(now)),
   };
   db.close();
   return results;
@@ -255,7 +255,7 @@ async function main(): Promise<void> {
         trials: 3,
         takeoverTrials: 2,
         coldStarts: 1,
-        baselineTakeoverTrials: 2,
+        originalTakeoverTrials: 2,
         scaleProcesses: 6,
         scaleTrials: 2,
         idleProcesses: 4,
@@ -270,7 +270,7 @@ async function main(): Promise<void> {
         trials: 100,
         takeoverTrials: 100,
         coldStarts: 10,
-        baselineTakeoverTrials: 3,
+        originalTakeoverTrials: 3,
         scaleProcesses: 64,
         scaleTrials: 100,
         idleProcesses: 4,
@@ -308,11 +308,11 @@ async function main(): Promise<void> {
       await cluster.stop();
     }
   };
-  /** Ours in `journal`, and the baseline too in the first mode. */
+  /** Ours in `journal`, and the original too in the first mode. */
   const compare = async (scenario: string, journal: JournalMode, run: (kind: WorkerKind) => Promise<number[]>): Promise<Comparison> => {
     const ours = distribution(await run('candidate'));
-    const baseline = journal === journals[0] ? distribution(await run('seed')) : undefined;
-    return { scenario: `${scenario} [${journal}]`, unit: 'ms', ours, baseline };
+    const original = journal === journals[0] ? distribution(await run('original')) : undefined;
+    return { scenario: `${scenario} [${journal}]`, unit: 'ms', ours, original };
   };
 
   log(
@@ -339,10 +339,10 @@ async function main(): Promise<void> {
           overlaps: cluster.overlaps(),
         })),
       );
-      const baseline =
+      const original =
         journal === journals[0]
-          ? await withCluster('seed', crashTiming, size.processes, journal, (cluster) =>
-              takeovers(cluster, size.baselineTakeoverTrials, random),
+          ? await withCluster('original', crashTiming, size.processes, journal, (cluster) =>
+              takeovers(cluster, size.originalTakeoverTrials, random),
             )
           : undefined;
       const scale = await withCluster('candidate', crashTiming, size.scaleProcesses, journal, (cluster) =>
@@ -362,7 +362,7 @@ async function main(): Promise<void> {
           scenario: `crash takeover (SIGKILL), ${lease}, ${size.processes} processes [${journal}]`,
           unit: 'ms',
           ours: distribution(ours.fromKill),
-          baseline: baseline && distribution(baseline.fromKill),
+          original: original && distribution(original.fromKill),
         },
         { scenario: kernelShare, unit: 'ms', ours: distribution(ours.kernelClose) },
         {
@@ -405,7 +405,7 @@ async function main(): Promise<void> {
         ['candidate', size.idleProcesses, 0],
         ['candidate', size.idleProcesses, appRowsPerSecond],
         ['candidate', size.idleScale, 0],
-        ...(journal === journals[0] ? ([['seed', size.idleProcesses, 0]] as Array<[WorkerKind, number, number]>) : []),
+        ...(journal === journals[0] ? ([['original', size.idleProcesses, 0]] as Array<[WorkerKind, number, number]>) : []),
       ];
       const runsOfMode = await Promise.all(
         clusters.map(([kind, count, rows]) =>
@@ -502,12 +502,12 @@ async function main(): Promise<void> {
   const both = (d: Distribution | undefined) =>
     d ? `${format(d.p50)} / ${format(d.p99)} / ${format(d.p999)} / ${format(d.worst)} ms` : '';
   const rows = [
-    ['scenario', 'ours p50 / p99 / p99.9 / worst', 'baseline p50 / p99 / p99.9 / worst', 'baseline / ours (p50)'],
+    ['scenario', 'ours p50 / p99 / p99.9 / worst', 'original p50 / p99 / p99.9 / worst', 'original / ours (p50)'],
     ...comparisons.map((c) => [
       c.scenario,
       both(c.ours),
-      both(c.baseline),
-      c.baseline && c.ours.p50 > 0 ? `${format(c.baseline.p50 / c.ours.p50)}x` : '',
+      both(c.original),
+      c.original && c.ours.p50 > 0 ? `${format(c.original.p50 / c.ours.p50)}x` : '',
     ]),
   ];
   if (postgres) {
@@ -552,20 +552,20 @@ async function main(): Promise<void> {
     );
   }
   for (const [journal, costs] of Object.entries(statements) as Array<[JournalMode, StatementCosts]>) {
-    const worst = (side: 'ours' | 'baseline', measure: 'p99Millis' | 'p999Millis' | 'worstMillis') =>
+    const worst = (side: 'ours' | 'original', measure: 'p99Millis' | 'p999Millis' | 'worstMillis') =>
       format(Math.max(...Object.values(costs[side]).map((s) => s[measure])));
     rows.push(
       [
         `[${journal}] renew; follower attempt (µs, mean)`,
         `${format(costs.ours.renew.meanMicros)}; ${format(costs.ours.followerAttempt.meanMicros)}`,
-        `${format(costs.baseline.renew.meanMicros)}; ${format(costs.baseline.followerAttempt.meanMicros)}`,
+        `${format(costs.original.renew.meanMicros)}; ${format(costs.original.followerAttempt.meanMicros)}`,
         '',
       ],
       [`[${journal}] acquire (µs, mean)`, `${format(costs.ours.acquire.meanMicros)}`, '', ''],
       [
         `[${journal}] single call, p99 / p99.9 / worst (ms)`,
         `${worst('ours', 'p99Millis')} / ${worst('ours', 'p999Millis')} / ${worst('ours', 'worstMillis')}`,
-        `${worst('baseline', 'p99Millis')} / ${worst('baseline', 'p999Millis')} / ${worst('baseline', 'worstMillis')}`,
+        `${worst('original', 'p99Millis')} / ${worst('original', 'p999Millis')} / ${worst('original', 'worstMillis')}`,
         '',
       ],
     );
@@ -621,7 +621,7 @@ async function main(): Promise<void> {
       [
         ['idle, % of a core', 'processes', 'leader', 'standby (mean / max)', 'polling (mean / max)', 'elections, lost, errors'],
         ...idle.map((run) => [
-          `[${run.journal}] ${run.kind === 'seed' ? 'baseline' : 'ours'}${run.appRowsPerSecond ? `, app writing ${run.appRowsPerSecond} rows/s` : ''}`,
+          `[${run.journal}] ${run.kind === 'original' ? 'original' : 'ours'}${run.appRowsPerSecond ? `, app writing ${run.appRowsPerSecond} rows/s` : ''}`,
           `${run.processes}`,
           percent(run.leader),
           `${percent(run.standby.mean)} / ${percent(run.standby.max)}`,

@@ -8,11 +8,11 @@ const top = 64;
 
 /**
  * A strip chart of latency samples on a logarithmic axis: one pair of lanes (ours, the
- * baseline where it ran) per scenario, each sample a dot, p50 and p99 as ticks. Plain SVG, no fonts
+ * original where it ran) per scenario, each sample a dot, p50 and p99 as ticks. Plain SVG, no fonts
  * beyond the generic ones, so that it renders the same everywhere.
  */
 export function renderChart(comparisons: Comparison[]): string {
-  const samples = comparisons.flatMap((c) => [...c.ours.samples, ...(c.baseline?.samples ?? [])]).filter((v) => v > 0);
+  const samples = comparisons.flatMap((c) => [...c.ours.samples, ...(c.original?.samples ?? [])]).filter((v) => v > 0);
   const low = 10 ** Math.floor(Math.log10(Math.max(0.1, Math.min(...samples))));
   const high = 10 ** Math.ceil(Math.log10(Math.max(...samples)));
   const x = (ms: number) =>
@@ -33,7 +33,7 @@ export function renderChart(comparisons: Comparison[]): string {
     parts.push(`<text x="8" y="${y + laneHeight}">${escape(comparison.scenario)}</text>`);
     [
       ['ours', comparison.ours, '#1f77b4'],
-      ['baseline', comparison.baseline, '#ff7f0e'],
+      ['original', comparison.original, '#ff7f0e'],
     ].forEach(([, series, color], lane) => {
       if (series === undefined) return; // ours alone in this scenario
       const { samples: points, p50, p99 } = series as Comparison['ours'];

@@ -1,13 +1,13 @@
 /** The worker clusters of the benchmark, and the trials that every scenario shares. */
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
-import { PostgresTarget } from '../chaos/chaos-database';
+import { PostgresTarget } from '../test-kit/chaos-database';
 import { connect } from 'node:net';
-import { endpointSockets, watcherCount } from '../chaos/endpoint-sockets';
-import { eventually } from '../chaos/eventually';
-import { beliefSegments, overlappingBeliefs, WorkerRecord } from '../chaos/history';
-import { JournalMode, openDatabase, WorkerOptions } from '../chaos/worker';
-import { sleep, stopWorkers, WorkerKind, WorkerProcess } from '../chaos/worker-process';
+import { endpointSockets, watcherCount } from '../test-kit/endpoint-sockets';
+import { eventually } from '../test-kit/eventually';
+import { beliefSegments, overlappingBeliefs, WorkerRecord } from '../test-kit/history';
+import { JournalMode, openWorkerDatabase, WorkerOptions } from '../test-kit/worker';
+import { sleep, stopWorkers, WorkerKind, WorkerProcess } from '../test-kit/worker-process';
 
 export interface Timing {
   renewEvery: number;
@@ -36,7 +36,7 @@ export interface Comparison {
   unit: string;
   ours: Distribution;
   /** The original worker's statements, where the scenario ran them too. */
-  baseline?: Distribution;
+  original?: Distribution;
 }
 
 export function distribution(samples: number[]): Distribution {
@@ -69,7 +69,7 @@ export class Cluster {
   ) {
     if (postgres) return;
     this.file = join(mkdtempSync(join(folder, `${kind}-`)), 'bench.db');
-    openDatabase(this.file, { journal, busyTimeout: 1_000 }).close(); // in its journal mode before the workers start
+    openWorkerDatabase(this.file, { journal, busyTimeout: 1_000 }).close(); // in its journal mode before the workers start
   }
 
   spawn(): WorkerProcess {
@@ -146,7 +146,7 @@ export async function handoffs(cluster: Cluster, trials: number, random: () => n
   const latencies: number[] = [];
   for (let trial = 0; trial < trials; trial++) {
     const leader = await cluster.leader();
-    // At a random point of the followers' polling, so that the baseline's phases do not
+    // At a random point of the followers' polling, so that the original's phases do not
     // line up with the trials.
     await sleep(random() * cluster.timing.retryEvery);
     const mark = Date.now();

@@ -4,10 +4,10 @@
  * `max_connections` of 100, with pg's pool defaults and the library's.
  */
 import { Pool } from 'pg';
-import { PostgresTarget } from '../chaos/chaos-database';
-import { networkNamespace, NetworkNamespace } from '../chaos/network-namespace';
-import { startPostgresServer } from '../chaos/postgres-server';
-import { sleep } from '../chaos/worker-process';
+import { PostgresTarget } from '../test-kit/chaos-database';
+import { networkNamespace, NetworkNamespace } from '../test-kit/network-namespace';
+import { startPostgresServer } from '../test-kit/postgres-server';
+import { sleep } from '../test-kit/worker-process';
 import { Cluster, defaults, Distribution, distribution, handoffs, Host, shortLease, takeovers } from './cluster';
 
 export interface FleetSize {

@@ -5,12 +5,11 @@
  * their health endpoints take to answer, when the leader, unable to renew, steps down.
  */
 import Database from 'better-sqlite3';
-import { eventually } from '../chaos/eventually';
-import { healthAnswersFor, healthPort, loopDelay } from '../chaos/worker-probes';
-import { sleep } from '../chaos/worker-process';
+import { eventually } from '../test-kit/eventually';
+import { healthAnswersFor, healthPort, loopDelay } from '../test-kit/worker-probes';
+import { sleep } from '../test-kit/worker-process';
 import { performance } from 'node:perf_hooks';
-import { readClocks, monotonicScheduler } from '../src/core/monotonic-scheduler';
-import { sqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
+import { monotonicScheduler, readClocks, sqliteLeaseStore } from './library-internals';
 import { Cluster, Distribution, distribution, Timing } from './cluster';
 
 /** A lease short enough for the leader to lose it while the file is locked. */

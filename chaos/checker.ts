@@ -8,7 +8,7 @@ import {
   overlappingBeliefs,
   uncommittedSeq,
   WorkerRecord,
-} from './history';
+} from '../test-kit/history';
 import { ChaosHistory } from './orchestrator';
 
 export type CheckName = 'overlap' | 'term-order' | 'ledger' | 'pause' | 'step-down' | 'final' | 'liveness' | 'clock-step';

@@ -1,4 +1,5 @@
-import { FaultKind } from './history';
+import { FaultKind } from '../test-kit/history';
+import { mulberry32 } from '../test-kit/seeded-random';
 
 /** A fault to inject `at` ms after the run starts; targets are chosen when it comes. */
 export interface PlannedFault {
@@ -84,16 +85,4 @@ function clockStep(random: () => number, lease: number): Pick<PlannedFault, 'ste
   if (random() < 0.25) return { step: 200, duration: Math.round(lease * (1 + 2 * random())) };
   const seconds = Math.round(Math.exp(random() * Math.log(longestStep)));
   return { step: random() < 0.5 ? -seconds : seconds, duration: 0 };
-}
-
-/** A small, well-known seeded generator (Mulberry32): numbers in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

@@ -1,6 +1,6 @@
 /**
  * npm run chaos -- [--processes N] [--duration S] [--lease MS] [--seed K] [--slots M]
- *                  [--report FILE] [--slack MS] [--no-seed-worker] [--postgres [URL]]
+ *                  [--report FILE] [--slack MS] [--no-original-worker] [--postgres [URL]]
  *                  [--journal delete|truncate|persist|wal]
  *                  [--hosts H | --pgbouncer transaction|session] [--clock-steps]
  * npm run chaos -- --check FILE
@@ -24,13 +24,13 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { checkHistory } from './checker';
-import { networkNamespace } from './network-namespace';
+import { networkNamespace } from '../test-kit/network-namespace';
 import { ChaosHistory, ChaosHost, runChaos } from './orchestrator';
-import { PoolMode, poolModes, startPgBouncer } from './pgbouncer';
-import { startPostgresServer } from './postgres-server';
-import { SteppedClock } from './stepped-clock';
+import { PoolMode, poolModes, startPgBouncer } from '../test-kit/pgbouncer';
+import { startPostgresServer } from '../test-kit/postgres-server';
+import { SteppedClock } from '../test-kit/stepped-clock';
 import { formatSummary, summarize } from './report';
-import { JournalMode, journalModes } from './worker';
+import { JournalMode, journalModes } from '../test-kit/worker';
 
 interface Arguments {
   processes: number;
@@ -39,7 +39,7 @@ interface Arguments {
   seed: number;
   slots: number;
   slack: number;
-  seedWorker: boolean;
+  originalWorker: boolean;
   journal: JournalMode;
   report?: string;
   check?: string;
@@ -68,13 +68,13 @@ export function parseArguments(argv: string[]): Arguments {
     seed: Math.floor(Math.random() * 2 ** 32),
     slots: 1,
     slack: 1_000,
-    seedWorker: true,
+    originalWorker: true,
     journal: 'delete',
     clockSteps: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const name = argv[i].replace(/^--/, '');
-    if (name === 'no-seed-worker') parsed.seedWorker = false;
+    if (name === 'no-original-worker') parsed.originalWorker = false;
     else if (name === 'clock-steps') parsed.clockSteps = true;
     else if (name === 'postgres') parsed.postgres = argv[i + 1] === undefined || argv[i + 1].startsWith('--') ? true : argv[++i];
     else if (name === 'report' || name === 'check') parsed[name] = expectValue(name, argv[++i]);
@@ -106,7 +106,7 @@ export function parseArguments(argv: string[]): Arguments {
   if (parsed.clockSteps && typeof parsed.postgres === 'string')
     throw new RangeError("--clock-steps steps a server's clock of its own: give --postgres without a URL");
   // The original worker's statements judge leases by the wall clock: a step fools them.
-  if (parsed.clockSteps) parsed.seedWorker = false;
+  if (parsed.clockSteps) parsed.originalWorker = false;
   return parsed;
 }
 
@@ -127,7 +127,7 @@ async function main(): Promise<number> {
   if (args.check) {
     history = JSON.parse(readFileSync(args.check, 'utf8')).history;
   } else {
-    const { processes, lease, seed, slots, seedWorker, journal, clockSteps } = args;
+    const { processes, lease, seed, slots, originalWorker, journal, clockSteps } = args;
     const cleanups: Array<() => void> = [];
     try {
       const clock = clockSteps ? new SteppedClock() : undefined;
@@ -151,7 +151,7 @@ async function main(): Promise<number> {
       if (pgbouncer) cleanups.push(() => pgbouncer.stop());
       const through = args.pgbouncer && { workerUrl: pgbouncer!.url(args.pgbouncer), through: `PgBouncer (${args.pgbouncer} mode)` };
       history = await runChaos(
-        { processes, duration: args.duration * 1000, lease, seed, slots, seedWorker, postgres, journal, hosts, ...through, clockSteps },
+        { processes, duration: args.duration * 1000, lease, seed, slots, originalWorker, postgres, journal, hosts, ...through, clockSteps },
         (line) => console.log(line),
         { clock },
       );

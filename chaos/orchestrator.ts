@@ -1,12 +1,12 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ChaosDatabase, postgresChaosDatabase, PostgresTarget, sqliteChaosDatabase } from './chaos-database';
+import { ChaosDatabase, LeaseRow, postgresChaosDatabase, PostgresTarget, sqliteChaosDatabase } from '../test-kit/chaos-database';
 import { planFaults, PlannedFault } from './fault-plan';
-import { FaultRecord, LedgerRow, uncommittedSeq, WorkerRecord } from './history';
-import { SteppedClock } from './stepped-clock';
-import { JournalMode, monotonicNow, WorkerOptions } from './worker';
-import { sleep, stopWorkers, WorkerKind, WorkerProcess } from './worker-process';
+import { FaultRecord, LedgerRow, uncommittedSeq, WorkerRecord } from '../test-kit/history';
+import { SteppedClock } from '../test-kit/stepped-clock';
+import { JournalMode, monotonicNow, WorkerOptions } from '../test-kit/worker';
+import { sleep, stopWorkers, WorkerKind, WorkerProcess } from '../test-kit/worker-process';
 
 export interface ChaosOptions {
   /** Candidate processes of ours. */
@@ -18,10 +18,10 @@ export interface ChaosOptions {
   seed: number;
   slots: number;
   /** Whether one more process runs the original worker's statements on slot 0. */
-  seedWorker: boolean;
+  originalWorker: boolean;
   /** The database file; a fresh one in a temporary folder if absent. */
   file?: string;
-  /** How every process opens the file (see `openDatabase`). @default 'delete' */
+  /** How every process opens the file (see `openWorkerDatabase`). @default 'delete' */
   journal?: JournalMode;
   /** Campaign on PostgreSQL instead of a SQLite file (no worker of the original statements then). */
   postgres?: PostgresTarget;
@@ -66,7 +66,7 @@ export interface FinalState {
   at: number;
   /** `at` on the host's monotonic clock. */
   mono?: number;
-  rows: Array<{ slot: number; holder: string; expiresAt: number }>;
+  rows: LeaseRow[];
   /** Holders of processes still alive, by slot, from their own reports. */
   liveHolders: Array<{ slot: number; holder: string }>;
 }
@@ -178,7 +178,7 @@ export async function runChaos(
   };
 
   for (let i = 1; i <= options.processes; i++) start(`w${i}`, 'candidate');
-  if (options.seedWorker && !postgres) start('seed', 'seed');
+  if (options.originalWorker && !postgres) start('original', 'original');
   const startedAt = Date.now();
 
   const inject = (planned: PlannedFault): void => {

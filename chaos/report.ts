@@ -1,5 +1,5 @@
 import { CheckName, CheckResult } from './checker';
-import { FaultKind } from './history';
+import { FaultKind } from '../test-kit/history';
 import { ChaosHistory } from './orchestrator';
 
 const kinds: FaultKind[] = [
@@ -86,7 +86,7 @@ export function formatSummary(history: ChaosHistory, summary: ChaosSummary, resu
   const lines = [
     `chaos on ${options.postgres ? `PostgreSQL${options.through ? ` through ${options.through}` : ''}` : `SQLite (journal_mode ${options.journal ?? 'delete'})`}: ` +
       `${options.processes} processes${options.hosts?.length ? ` on ${options.hosts.length} hosts` : ''}` +
-      `${options.seedWorker && !options.postgres ? ' + 1 running the original statements' : ''}, ` +
+      `${options.originalWorker && !options.postgres ? ' + 1 running the original statements' : ''}, ` +
       `${options.slots} slot(s), ${Math.round((history.endedAt - history.startedAt) / 1000)} s, seed ${options.seed}; ` +
       `${options.clockSteps ? `wall clock stepping (${options.postgres ? "the server's" : "every worker's"}); ` : ''}` +
       `expiresAfter ${timing.expiresAfter} ms, renewEvery ${timing.renewEvery} ms, retryEvery ${timing.retryEvery} ms`,

@@ -7,10 +7,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { eventually } from '../chaos/eventually';
-import { beliefSegments, overlappingBeliefs, WorkerRecord } from '../chaos/history';
-import { openDatabase, ledgerTable } from '../chaos/worker';
-import { sleep, stopWorkers, WorkerProcess } from '../chaos/worker-process';
+import { eventually } from '../test-kit/eventually';
+import { beliefSegments, overlappingBeliefs, WorkerRecord } from '../test-kit/history';
+import { openWorkerDatabase, ledgerTable } from '../test-kit/worker';
+import { sleep, stopWorkers, WorkerProcess } from '../test-kit/worker-process';
 
 const timing = { renewEvery: 300, expiresAfter: 1_500, retryEvery: 500 };
 /** Each leader writes a ledger row with `fenced` this often. */
@@ -30,7 +30,7 @@ interface Failover {
 async function main(): Promise<void> {
   const folder = mkdtempSync(join(os.tmpdir(), 'observe-leadership-demo-'));
   const file = join(folder, 'demo.db');
-  openDatabase(file, { journal: 'wal', busyTimeout: 1_000, setupSql: ledgerTable }).close();
+  openWorkerDatabase(file, { journal: 'wal', busyTimeout: 1_000, setupSql: ledgerTable }).close();
   console.log(`observe-leadership demo: 3 worker processes elect one leader through ${file}`);
   console.log(
     `leases last ${timing.expiresAfter} ms and are renewed every ${timing.renewEvery} ms; ` +

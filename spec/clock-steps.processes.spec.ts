@@ -1,10 +1,10 @@
 import { join } from 'node:path';
-import { postgresLedgerTable } from '../chaos/chaos-database';
-import { eventually } from '../chaos/eventually';
-import { beliefSegments, overlappingBeliefs, WorkerRecord } from '../chaos/history';
-import { PostgresServer, startPostgresServer } from '../chaos/postgres-server';
-import { SteppedClock } from '../chaos/stepped-clock';
-import { sleep } from '../chaos/worker-process';
+import { postgresLedgerTable } from '../test-kit/chaos-database';
+import { eventually } from '../test-kit/eventually';
+import { beliefSegments, overlappingBeliefs, WorkerRecord } from '../test-kit/history';
+import { PostgresServer, startPostgresServer } from '../test-kit/postgres-server';
+import { SteppedClock } from '../test-kit/stepped-clock';
+import { sleep } from '../test-kit/worker-process';
 import { Pool } from 'pg';
 import { ChildWorker } from './support/child-worker';
 import { SpawnedScript } from './support/spawned-script';

@@ -1,13 +1,13 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { overlappingBeliefs, uncommittedSeq } from '../chaos/history';
-import type { WorkerOptions } from '../chaos/worker';
-import { eventually } from '../chaos/eventually';
-import { sleep } from '../chaos/worker-process';
+import { overlappingBeliefs, uncommittedSeq } from '../test-kit/history';
+import type { WorkerOptions } from '../test-kit/worker';
+import { eventually } from '../test-kit/eventually';
+import { sleep } from '../test-kit/worker-process';
 import { ChildWorker } from './support/child-worker';
-import { networkNamespace } from '../chaos/network-namespace';
-import { watcherCount } from '../chaos/endpoint-sockets';
+import { networkNamespace } from '../test-kit/network-namespace';
+import { watcherCount } from '../test-kit/endpoint-sockets';
 import { workerProcesses } from './support/worker-processes';
 
 // A crashed leader's successor, on one host: real processes on a real file, in WAL mode as

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import { eventually } from '../chaos/eventually';
-import { freePort } from '../chaos/postgres-server';
+import { eventually } from '../test-kit/eventually';
+import { freePort } from '../test-kit/postgres-server';
 import type { HealthReport, LeaderHealthReport } from '../src';
 import { testDatabaseUrl, testSchema } from './support/postgres-database';
 import { SpawnedScript } from './support/spawned-script';

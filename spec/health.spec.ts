@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { LeadershipError, leaderHealth, leadershipHealth, observeLeader, observeLeadership } from '../src';
 import { leaderMetrics, leadershipMetrics } from '../src/surface/metrics';
-import { eventually } from '../chaos/eventually';
+import { eventually } from '../test-kit/eventually';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 
 const until = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -71,3 +71,27 @@ describe('the layers of src/', () => {
     expect(pairs).toEqual([]);
   });
 });
+
+describe('the tools', () => {
+  const root = join(__dirname, '..');
+  const tools = ['test-kit', 'chaos', 'bench', 'demo'];
+
+  it('use the built package, never src/: one copy of the library, as users have it', () => {
+    const wrong = tools.flatMap((folder) =>
+      readdirSync(join(root, folder))
+        .filter((name) => name.endsWith('.ts'))
+        .filter((name) => /(?:from|import)\s*\(?\s*'(?:\.\.\/)+src\//.test(readFileSync(join(root, folder, name), 'utf8')))
+        .map((name) => `${folder}/${name}`),
+    );
+    expect(wrong).toEqual([]);
+  });
+
+  it('share their kit from test-kit/, and leave chaos/ to the harness', () => {
+    const fromChaos = ['test-kit', 'bench', 'demo'].flatMap((folder) =>
+      readdirSync(join(root, folder))
+        .filter((name) => name.endsWith('.ts') && /from '\.\.\/chaos\//.test(readFileSync(join(root, folder, name), 'utf8')))
+        .map((name) => `${folder}/${name}`),
+    );
+    expect(fromChaos).toEqual([]);
+  });
+});

@@ -1,6 +1,6 @@
-import { eventually } from '../chaos/eventually';
-import { overlappingBeliefs } from '../chaos/history';
-import { healthAnswersFor, healthPort, loopDelay } from '../chaos/worker-probes';
+import { eventually } from '../test-kit/eventually';
+import { overlappingBeliefs } from '../test-kit/history';
+import { healthAnswersFor, healthPort, loopDelay } from '../test-kit/worker-probes';
 import { workerProcesses } from './support/worker-processes';
 
 // Another connection holds an exclusive lock on the file for 5 s, as long as the workers'

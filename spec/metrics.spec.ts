@@ -1,8 +1,8 @@
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { Subscription } from 'rxjs';
-import { eventually } from '../chaos/eventually';
-import { freePort } from '../chaos/postgres-server';
+import { eventually } from '../test-kit/eventually';
+import { freePort } from '../test-kit/postgres-server';
 import { LeaderState, LeadershipEvent, LeadershipInstrument, observeLeader, observeLeadership } from '../src';
 import { leaderMetrics, leadershipMetrics } from '../src/surface/metrics';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';

@@ -9,9 +9,9 @@ import { Subscription } from 'rxjs';
 import { Cluster } from '../bench/cluster';
 import { observeLeader } from '../src';
 import { leaderMetrics } from '../src/surface/metrics';
-import { eventually } from '../chaos/eventually';
-import { freePort } from '../chaos/postgres-server';
-import { metricsPort } from '../chaos/worker-probes';
+import { eventually } from '../test-kit/eventually';
+import { freePort } from '../test-kit/postgres-server';
+import { metricsPort } from '../test-kit/worker-probes';
 
 const monitoring = join(__dirname, '..', 'docs', 'monitoring');
 const rulesFile = join(monitoring, 'leadership.rules.yml');

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { LeaderState, observeLeader, observeLeadership } from '../src';
-import { eventually } from '../chaos/eventually';
-import { seedStatements, seedTable } from '../chaos/seed-statements';
+import { eventually } from '../test-kit/eventually';
+import { originalStatements, originalTable } from '../test-kit/original-statements';
 import { postgresLeaseStore } from '../src/postgres';
 import { testSchema, TestSchema } from './support/postgres-database';
 import { virtualTime } from './support/virtual-time';
@@ -48,8 +48,8 @@ describe('observeLeader', () => {
   it('shows the lease running out at the first millisecond past its expiry, between polls', () => {
     const scheduler = virtualTime();
     scheduler.run(({ expectObservable }) => {
-      db.exec(seedTable);
-      seedStatements(db, 'rust', 20).tryAcquire(0); // the original worker: until 20, then gone
+      db.exec(originalTable);
+      originalStatements(db, 'rust', 20).tryAcquire(0); // the original worker: until 20, then gone
       expectObservable(observeLeader(db, { pollEvery: 1_000, scheduler }), '^ 50ms !').toBe('a 20ms b', {
         a: leads('rust', 0, 20), // no term table yet: the original worker alone ran
         b: nobody,

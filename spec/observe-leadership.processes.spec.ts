@@ -1,5 +1,5 @@
-import { overlappingBeliefs } from '../chaos/history';
-import { eventually } from '../chaos/eventually';
+import { overlappingBeliefs } from '../test-kit/history';
+import { eventually } from '../test-kit/eventually';
 import { pauseOutsideWriteLock, workerProcesses } from './support/worker-processes';
 
 // Real processes on a real file, opened as README advises (WAL) and as a new user does
@@ -45,16 +45,16 @@ describe.each(['wal', 'delete'] as const)('observeLeadership across processes, j
     explain(async () => {
       const timing = { renewEvery: 100, expiresAfter: 500, retryEvery: 50 };
       // The original worker leads first, and releases with its DELETE; ours take over.
-      const seed = start('seed', timing);
-      await leaderAmong([seed]);
+      const original = start('original', timing);
+      await leaderAmong([original]);
       const ours = [start('candidate', timing), start('candidate', timing)];
       await eventually('our candidates campaigning', () => ours.every((w) => w.find('subscribed')));
-      seed.signal('SIGTERM');
-      await seed.exited;
+      original.signal('SIGTERM');
+      await original.exited;
       let leader = await leaderAmong(ours);
       // Then a new original worker joins, and leaders are killed one after another: each
       // is replaced by a process of its own kind, and the next leader takes over at expiry.
-      start('seed', timing);
+      start('original', timing);
       for (let round = 0; round < 4; round++) {
         leader.signal('SIGKILL');
         await leader.exited;
@@ -64,9 +64,11 @@ describe.each(['wal', 'delete'] as const)('observeLeadership across processes, j
 
       const segments = history();
       expect(overlappingBeliefs(segments)).toEqual([]);
-      const seedHolders = new Set(processes.workers.filter((w) => w.kind === 'seed').flatMap((w) => w.records.map((r) => r.holder)));
-      expect(segments.some((s) => seedHolders.has(s.holder))).toBe(true);
-      expect(segments.some((s) => !seedHolders.has(s.holder))).toBe(true);
+      const originalHolders = new Set(
+        processes.workers.filter((w) => w.kind === 'original').flatMap((w) => w.records.map((r) => r.holder)),
+      );
+      expect(segments.some((s) => originalHolders.has(s.holder))).toBe(true);
+      expect(segments.some((s) => !originalHolders.has(s.holder))).toBe(true);
       // Our tenures' terms only grow, also across the original worker's tenures.
       const terms = processes.workers
         .flatMap((w) => w.records)

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { interval, map, take } from 'rxjs';
 import { LeadershipEvent, observeLeadership, whileLeader } from '../src';
-import { seedStatements, seedTable } from '../chaos/seed-statements';
+import { originalStatements, originalTable } from '../test-kit/original-statements';
 import { pausableClock, virtualTime } from './support/virtual-time';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 
@@ -76,9 +76,9 @@ describe('observeLeadership', () => {
     const scheduler = virtualTime();
     scheduler.run(({ expectObservable }) => {
       // The original worker's release, through the same connection: no notification.
-      db.exec(seedTable);
-      seedStatements(db, 'rust', 30).tryAcquire(0);
-      scheduler.schedule(() => seedStatements(db, 'rust', 30).release(), 15);
+      db.exec(originalTable);
+      originalStatements(db, 'rust', 30).tryAcquire(0);
+      scheduler.schedule(() => originalStatements(db, 'rust', 30).release(), 15);
       // Attempts at 0, 4, 8, 12, then 16 finds the slot free. (Term 1: the original worker
       // took the slot before this library's triggers existed.)
       expectObservable(observeLeadership(db, { ...timing, holder: 'b', scheduler }), '^ 19ms !').toBe('16ms a', {
@@ -130,7 +130,7 @@ describe('observeLeadership', () => {
     scheduler.run(({ expectObservable }) => {
       // At 12, another worker's statement takes the row (the original worker's take-over
       // UPDATE sets holder, so its trigger advances the term to 2); its lease ends at 50.
-      scheduler.schedule(() => db.prepare("UPDATE worker_leadership SET holder = 'seed', expires_at = 50").run(), 12);
+      scheduler.schedule(() => db.prepare("UPDATE worker_leadership SET holder = 'original', expires_at = 50").run(), 12);
       const events = observeLeadership(db, { ...timing, holder: 'a', scheduler });
       // It then aims at 51, the first millisecond at which `expires_at < now` holds.
       expectObservable(events, '^ 54ms !').toBe('a 9ms b 9ms c 30ms d', {
@@ -242,7 +242,7 @@ describe('observeLeadership', () => {
   });
 
   it('works on a table the original worker created and holds, taking it once its lease expires', () => {
-    db.exec(seedTable);
+    db.exec(originalTable);
     db.exec("INSERT INTO worker_leadership VALUES (0, 'rust-worker', 6)");
     const scheduler = virtualTime();
     scheduler.run(({ expectObservable }) => {
@@ -280,8 +280,8 @@ describe("the original worker's test scenarios, through observeLeadership", () =
     scheduler.run(({ expectObservable }) => {
       // The stale leader: the original worker, on the table it created, acquires at 0
       // until 30 and then never renews.
-      db.exec(seedTable);
-      seedStatements(db, 'stale', 30).tryAcquire(0);
+      db.exec(originalTable);
+      originalStatements(db, 'stale', 30).tryAcquire(0);
       expectObservable(candidate('b', scheduler), '^ 35ms !').toBe('31ms a', { a: elected('b', 1, 61) });
     });
   });

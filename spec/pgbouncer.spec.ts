@@ -1,7 +1,7 @@
 import { Pool } from 'pg';
 import { Subscription } from 'rxjs';
-import { eventually } from '../chaos/eventually';
-import { pgbouncerUrlVariable, PoolMode, pgbouncerUrl } from '../chaos/pgbouncer';
+import { eventually } from '../test-kit/eventually';
+import { pgbouncerUrlVariable, PoolMode, pgbouncerUrl } from '../test-kit/pgbouncer';
 import { fenced, LeadershipEvent, observeLeadership } from '../src';
 import { postgresLeaseStore } from '../src/postgres';
 import { testSchema, TestSchema } from './support/postgres-database';

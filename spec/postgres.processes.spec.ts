@@ -1,10 +1,10 @@
 import { Pool } from 'pg';
-import { postgresLedgerTable } from '../chaos/chaos-database';
-import { eventually } from '../chaos/eventually';
-import type { WorkerRecord } from '../chaos/history';
-import type { WorkerOptions } from '../chaos/worker';
+import { postgresLedgerTable } from '../test-kit/chaos-database';
+import { eventually } from '../test-kit/eventually';
+import type { WorkerRecord } from '../test-kit/history';
+import type { WorkerOptions } from '../test-kit/worker';
 import { ChildWorker } from './support/child-worker';
-import { networkNamespace, NetworkNamespace } from '../chaos/network-namespace';
+import { networkNamespace, NetworkNamespace } from '../test-kit/network-namespace';
 import { testDatabaseUrl, testSchema, TestSchema } from './support/postgres-database';
 import { startTcpProxy, TcpProxy } from './support/tcp-proxy';
 

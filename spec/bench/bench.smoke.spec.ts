@@ -27,11 +27,11 @@ describe('npm run bench -- --smoke', () => {
         crashes: Record<string, { overlaps: number; stopped: { electedBeforeExpiry: number; electedPastExpiry: number } }>;
       };
       expect(results.comparisons.length).toBeGreaterThanOrEqual(4);
-      for (const { ours, baseline } of results.comparisons) {
-        expect(Number.isFinite(ours.p50) && (baseline === undefined || Number.isFinite(baseline.p50))).toBe(true);
+      for (const { ours, original } of results.comparisons) {
+        expect(Number.isFinite(ours.p50) && (original === undefined || Number.isFinite(original.p50))).toBe(true);
       }
-      // The baseline beside ours in the first mode: handoff, crash takeover, scale.
-      expect(results.comparisons.filter((c) => c.baseline !== undefined)).toHaveLength(3);
+      // The original beside ours in the first mode: handoff, crash takeover, scale.
+      expect(results.comparisons.filter((c) => c.original !== undefined)).toHaveLength(3);
       // Crashes and a stopped leader in both modes: never two leaders, nobody elected before a stopped leader's lease ended.
       for (const journal of ['delete', 'wal']) {
         expect(results.crashes[journal]).toMatchObject({ overlaps: 0, stopped: { electedBeforeExpiry: 0 } });

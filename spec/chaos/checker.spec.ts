@@ -1,5 +1,5 @@
 import { checkHistory } from '../../chaos/checker';
-import { FaultRecord, LedgerRow, WorkerRecord } from '../../chaos/history';
+import { FaultRecord, LedgerRow, WorkerRecord } from '../../test-kit/history';
 import { ChaosHistory } from '../../chaos/orchestrator';
 
 // Small made-up histories, one flaw each: the checker must name it, and only it.
@@ -19,7 +19,7 @@ const row = (at: number, holder: string, term: number): LedgerRow => ({ id: next
 /** a leads (term 1) from 0 to 1000, then b (term 2) from 1001 to the end at 3000. */
 function history(changes: Partial<ChaosHistory> = {}): ChaosHistory {
   return {
-    options: { processes: 2, duration: 3000, lease: 600, seed: 1, slots: 1, seedWorker: false },
+    options: { processes: 2, duration: 3000, lease: 600, seed: 1, slots: 1, originalWorker: false },
     timing,
     startedAt: 0,
     endedAt: 3000,

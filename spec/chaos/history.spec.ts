@@ -1,4 +1,4 @@
-import { beliefSegments, overlappingBeliefs, WorkerRecord } from '../../chaos/history';
+import { beliefSegments, overlappingBeliefs, WorkerRecord } from '../../test-kit/history';
 
 // The multi-process specs and the chaos checker rest on these: they must see an overlap when there is one.
 describe('beliefSegments and overlappingBeliefs', () => {

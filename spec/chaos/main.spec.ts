@@ -10,9 +10,9 @@ const main = join(__dirname, '..', '..', 'build', 'chaos', 'main.js');
 describe('chaos command line', () => {
   it('takes the documented options, and refuses unknown or out-of-range ones', () => {
     expect(parseArguments(['--processes', '8', '--duration', '300', '--lease', '600', '--seed', '42', '--slots', '2'])).toEqual(
-      expect.objectContaining({ processes: 8, duration: 300, lease: 600, seed: 42, slots: 2, seedWorker: true }),
+      expect.objectContaining({ processes: 8, duration: 300, lease: 600, seed: 42, slots: 2, originalWorker: true }),
     );
-    expect(parseArguments(['--no-seed-worker', '--report', 'r.json']).seedWorker).toBe(false);
+    expect(parseArguments(['--no-original-worker', '--report', 'r.json']).originalWorker).toBe(false);
     expect(() => parseArguments(['--lease', '5'])).toThrow('Expected --lease to be an integer from 10 to 600000, got 5');
     expect(() => parseArguments(['--processes'])).toThrow('Expected a value after --processes');
     expect(() => parseArguments(['--bogus'])).toThrow('Unknown option --bogus');
@@ -26,7 +26,7 @@ describe('chaos command line', () => {
       'Expected --pgbouncer to be one of transaction, session, got statement',
     );
     // The original worker judges by the wall clock, which a step fools: no worker of its statements then.
-    expect(parseArguments(['--clock-steps'])).toEqual(expect.objectContaining({ clockSteps: true, seedWorker: false }));
+    expect(parseArguments(['--clock-steps'])).toEqual(expect.objectContaining({ clockSteps: true, originalWorker: false }));
     expect(() => parseArguments(['--postgres', 'postgres://x/y', '--clock-steps'])).toThrow(
       "--clock-steps steps a server's clock of its own",
     );
@@ -45,7 +45,7 @@ describe('chaos command line', () => {
         expiresAt: at + 600,
       });
       const history: ChaosHistory = {
-        options: { processes: 2, duration: 1000, lease: 600, seed: 1, slots: 1, seedWorker: false },
+        options: { processes: 2, duration: 1000, lease: 600, seed: 1, slots: 1, originalWorker: false },
         timing: { renewEvery: 200, expiresAfter: 600, retryEvery: 120 },
         startedAt: 0,
         endedAt: 1000,

@@ -1,9 +1,9 @@
 import Database from 'better-sqlite3';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { eventually } from '../../chaos/eventually';
+import { eventually } from '../../test-kit/eventually';
 import { observeLeadership } from '../../src';
-import { watcherCount } from '../../chaos/endpoint-sockets';
+import { watcherCount } from '../../test-kit/endpoint-sockets';
 import { SpawnedScript } from '../support/spawned-script';
 import { temporaryDatabase, TemporaryDatabase } from '../support/temporary-database';
 import { testDatabaseUrl, testSchema, TestSchema } from '../support/postgres-database';

@@ -2,7 +2,7 @@ import { Subscription } from 'rxjs';
 import { ChangeSignals, fenced, LeadershipError, LeadershipEvent, Lease, LeaseStore, observeLeadership } from '../../src';
 import { postgresLeaseStore } from '../../src/postgres';
 import { sqliteLeaseStore } from '../../src/store/sqlite/sqlite-lease-store';
-import { eventually } from '../../chaos/eventually';
+import { eventually } from '../../test-kit/eventually';
 import { testSchema } from '../support/postgres-database';
 import { temporaryDatabase } from '../support/temporary-database';
 import { at } from '../support/clock-reading';

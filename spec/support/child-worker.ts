@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import type { WorkerRecord } from '../../chaos/history';
-import type { WorkerOptions } from '../../chaos/worker';
-import { WorkerKind, WorkerProcess } from '../../chaos/worker-process';
+import type { WorkerRecord } from '../../test-kit/history';
+import type { WorkerOptions } from '../../test-kit/worker';
+import { WorkerKind, WorkerProcess } from '../../test-kit/worker-process';
 
 /** A chaos worker in its own process, with what the specs ask of it. */
 export class ChildWorker extends WorkerProcess {

@@ -1,5 +1,5 @@
 import { Pool, PoolConfig } from 'pg';
-import { databaseUrlVariable } from '../../chaos/postgres-server';
+import { databaseUrlVariable } from '../../test-kit/postgres-server';
 
 /** The server of this run (see postgres-global-setup.ts). */
 export function testDatabaseUrl(): string {

@@ -1,5 +1,5 @@
-import { pgbouncerUrlVariable, startPgBouncer } from '../../chaos/pgbouncer';
-import { databaseUrlVariable, startPostgresServer } from '../../chaos/postgres-server';
+import { pgbouncerUrlVariable, startPgBouncer } from '../../test-kit/pgbouncer';
+import { databaseUrlVariable, startPostgresServer } from '../../test-kit/postgres-server';
 
 /**
  * One PostgreSQL server for the whole run, and one PgBouncer in front of it, started before

@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { eventually } from '../../chaos/eventually';
+import { eventually } from '../../test-kit/eventually';
 
 /** A Node.js script in a process of its own, run as a user runs it, its output gathered as it comes. */
 export class SpawnedScript {

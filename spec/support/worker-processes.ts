@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
-import { beliefSegments, BeliefSegment } from '../../chaos/history';
-import { eventually } from '../../chaos/eventually';
-import type { JournalMode, WorkerOptions } from '../../chaos/worker';
+import { beliefSegments, BeliefSegment } from '../../test-kit/history';
+import { eventually } from '../../test-kit/eventually';
+import type { JournalMode, WorkerOptions } from '../../test-kit/worker';
 import { ChildWorker, isStopped } from './child-worker';
 import { temporaryDatabase, TemporaryDatabase } from './temporary-database';
 
@@ -10,7 +10,7 @@ export interface WorkerProcesses {
   readonly database: TemporaryDatabase;
   readonly workers: readonly ChildWorker[];
   /** Starts a worker on the test's file, in its journal mode; `launcher` runs node for it (`ip netns exec NAME`, say). */
-  start(kind: 'candidate' | 'seed', options: Omit<WorkerOptions, 'file' | 'journal'>, launcher?: string[]): ChildWorker;
+  start(kind: 'candidate' | 'original', options: Omit<WorkerOptions, 'file' | 'journal'>, launcher?: string[]): ChildWorker;
   /** The first of `candidates` that says it leads, once one does. */
   leaderAmong(candidates: readonly ChildWorker[]): Promise<ChildWorker>;
   /** Every worker's belief segments so far, on the wall clock or, where it steps, on the host's monotonic clock. */

@@ -1,3 +1,9 @@
+/*
+ * Longer than the others (about 500 lines): the campaign is one state machine, and every
+ * transition of it is here so that one can check them against each other. Its phases are in
+ * campaign-phase.ts, its executor in one-in-flight.ts, its timing helpers in lock-retry.ts
+ * and lease-observation.ts.
+ */
 import { SchedulerLike, Subscription } from 'rxjs';
 import { LeadershipError } from '../core/leadership-error';
 import { Lease, LeadershipEvent, LostReason } from '../core/leadership-event';
@@ -7,7 +13,7 @@ import {
   AcquireResult,
   ChangeOrigin,
   ClockReading,
-  isTenure,
+  sameTenure,
   LeaseChange,
   LeaseRecord,
   LeaseStore,
@@ -216,7 +222,7 @@ export class Campaign {
     if (result.acquired)
       return this.onWon(follower, { name: 'leading', term: result.lease.term, expiresAt: sentAt + this.timing.expiresAfter });
     // A proven end counts only while the slot stays with that tenure.
-    if (follower.ended !== undefined && !isTenure(result.lease, follower.ended)) follower.ended = undefined;
+    if (follower.ended !== undefined && !sameTenure(result.lease, follower.ended)) follower.ended = undefined;
     if (this.phase !== follower) return;
     const expiresIn = follower.observation.remaining(result, this.now());
     this.standBy(follower);
@@ -299,7 +305,7 @@ export class Campaign {
     const proof = this.powers.tenureProof;
     const wanted = proof !== undefined && follower.standby === 'held' && stands(expiresIn) && lease.holder !== this.holder;
     const current = follower.leaderWatch;
-    if (wanted && current !== undefined && isTenure(lease, current.lease) && current.watch.watching) return;
+    if (wanted && current !== undefined && sameTenure(lease, current.lease) && current.watch.watching) return;
     this.unwatchLeader(follower);
     if (!wanted) return;
     const tenure = this.lease(lease.term, lease.holder);

@@ -6,7 +6,7 @@ import { MAX_DELAY } from '../core/argument-check';
 import { ElectedEvent } from '../core/leadership-event';
 import { observeLeadership } from '../surface/observe-leadership';
 import { CliError, exitCode, integerOption, parseArguments } from './cli-arguments';
-import { openDatabase } from './open-database';
+import { openCliDatabase } from './cli-database';
 
 /**
  * `run <db> [--slot N] [--renew-every MS] [--expires-after MS] [--retry-every MS]
@@ -32,7 +32,7 @@ export async function runCommand(argv: readonly string[], log: (line: string) =>
     expiresAfter: integerOption(parsed, 'expires-after', undefined, 2, MAX_DELAY),
     retryEvery: integerOption(parsed, 'retry-every', undefined, 1, MAX_DELAY),
   };
-  const db = await openDatabase(parsed, { readonly: false });
+  const db = await openCliDatabase(parsed, { readonly: false });
   let events: ReturnType<typeof observeLeadership>;
   try {
     events = observeLeadership(db.source, Object.fromEntries(Object.entries(config).filter(([, value]) => value !== undefined)));

@@ -1,7 +1,7 @@
 import { CliError, exitCode, integerOption, parseArguments } from './cli-arguments';
 import { prometheusText } from './prometheus-text';
 import type { SlotStatus } from './slot-status';
-import { noTableError, openDatabase } from './open-database';
+import { noTableError, openCliDatabase } from './cli-database';
 import { describeDuration } from './time-text';
 import type { LeaseView } from '../store/lease-store';
 import { stands } from '../store/lease-check';
@@ -15,7 +15,7 @@ export async function statusCommand(argv: readonly string[], print: (line: strin
   if (parsed.options.has('json') && parsed.options.has('prometheus'))
     throw new CliError(exitCode.usage, '--json or --prometheus, not both');
   const slot = integerOption(parsed, 'slot', 0, 0, Number.MAX_SAFE_INTEGER) as number;
-  const db = await openDatabase(parsed, { readonly: true });
+  const db = await openCliDatabase(parsed, { readonly: true });
   try {
     if (!(await db.hasLeaseTable())) throw noTableError(db.name);
     const view = await db.look(slot);

@@ -3,7 +3,7 @@ import { MAX_DELAY } from '../core/argument-check';
 import type { LeaderState } from '../surface/leader-state';
 import { observeLeader } from '../surface/observe-leader';
 import { exitCode, integerOption, parseArguments } from './cli-arguments';
-import { openDatabase } from './open-database';
+import { openCliDatabase } from './cli-database';
 import { prometheusText } from './prometheus-text';
 import { timeOfDay } from './time-text';
 
@@ -17,7 +17,7 @@ export async function watchCommand(argv: readonly string[], print: (line: string
   const prometheus = parsed.options.has('prometheus');
   const slot = integerOption(parsed, 'slot', 0, 0, Number.MAX_SAFE_INTEGER) as number;
   const pollEvery = integerOption(parsed, 'poll-every', 1_000, 1, MAX_DELAY) as number;
-  const db = await openDatabase(parsed, { readonly: true });
+  const db = await openCliDatabase(parsed, { readonly: true });
   if (!prometheus && !(await db.hasLeaseTable())) print(`(no candidate has campaigned on ${db.name} yet: waiting)`);
   return new Promise((resolve) => {
     let previous: LeaderState | undefined;

@@ -84,7 +84,7 @@ export interface AcquireOptions {
 }
 
 /** Whether `lease` (a row as read, or a tenure) is the tenure `tenure`: the same holder and term. */
-export function isTenure(lease: Pick<Lease, 'holder' | 'term'>, tenure: Lease | undefined): boolean {
+export function sameTenure(lease: Pick<Lease, 'holder' | 'term'>, tenure: Lease | undefined): boolean {
   return tenure !== undefined && lease.holder === tenure.holder && lease.term === tenure.term;
 }
 

@@ -2,7 +2,7 @@ import { Pool } from 'pg';
 import { asyncScheduler, lastValueFrom, Subscription, take, tap, toArray } from 'rxjs';
 import { fenced, LeaderState, LeadershipEvent, observeLeader, observeLeadership } from '../../../src';
 import { postgresLeaseStore, PostgresLeaseStore } from '../../../src/postgres';
-import { eventually } from '../../../chaos/eventually';
+import { eventually } from '../../../test-kit/eventually';
 import { testDatabaseUrl, testSchema, TestSchema } from '../../support/postgres-database';
 import { at } from '../../support/clock-reading';
 

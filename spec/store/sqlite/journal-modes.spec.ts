@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { Subscription } from 'rxjs';
-import { eventually } from '../../../chaos/eventually';
-import { journalModes } from '../../../chaos/worker';
+import { eventually } from '../../../test-kit/eventually';
+import { journalModes } from '../../../test-kit/worker';
 import { ElectedEvent, LeadershipEvent, observeLeadership } from '../../../src';
 import { sqliteLeaseStore } from '../../../src/store/sqlite/sqlite-lease-store';
 import { TemporaryDatabase, temporaryDatabase } from '../../support/temporary-database';

@@ -1,8 +1,8 @@
 import Database from 'better-sqlite3';
 import { SqliteLeaseStore, sqliteLeaseStore } from '../../../src/store/sqlite/sqlite-lease-store';
 import { installSqliteSchema } from '../../../src/store/sqlite/sqlite-schema';
-import { eventually } from '../../../chaos/eventually';
-import { seedStatements } from '../../../chaos/seed-statements';
+import { eventually } from '../../../test-kit/eventually';
+import { originalStatements } from '../../../test-kit/original-statements';
 import { LockTaken } from '../../../src/store/lease-store';
 import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
@@ -95,7 +95,7 @@ describe('SqliteLeaseStore', () => {
 
       it("judges the original worker's tenures by the wall clock: a deadline of the tenure before it counts for nothing", () => {
         store.acquire(0, 'a', on('host', 1_000, 50_000), 300);
-        seedStatements(db, 'rust', 300).tryAcquire(60_000); // its take-over, by the wall clock: a new term
+        originalStatements(db, 'rust', 300).tryAcquire(60_000); // its take-over, by the wall clock: a new term
         expect(store.look(0, on('host', 1_001, 60_100))).toEqual({ lease: { holder: 'rust', term: 2, expiresAt: 60_300 }, expiresIn: 200 });
         expect(store.acquire(0, 'b', on('host', 1_001, 60_301), 300).acquired).toBe(true);
       });
@@ -276,15 +276,15 @@ describe('SqliteLeaseStore', () => {
 
     it("advance for tenures taken with the original worker's statements, and not for its renewals", () => {
       installSqliteSchema(db);
-      const seed = seedStatements(db, 'rust', 300);
-      seed.tryAcquire(1_000); // INSERT OR IGNORE into the free slot
+      const original = originalStatements(db, 'rust', 300);
+      original.tryAcquire(1_000); // INSERT OR IGNORE into the free slot
       expect(store.read(0)).toEqual({ holder: 'rust', term: 1, expiresAt: 1_300 });
-      seed.renew(1_100);
+      original.renew(1_100);
       expect(store.read(0)?.term).toBe(1);
       store.acquire(0, 'a', at(1_401), 300);
-      seed.tryAcquire(1_702); // the take-over UPDATE
+      original.tryAcquire(1_702); // the take-over UPDATE
       expect(store.read(0)).toEqual({ holder: 'rust', term: 3, expiresAt: 2_002 });
-      seed.release(); // DELETE
+      original.release(); // DELETE
       expect(store.acquire(0, 'a', at(1_800), 300).lease.term).toBe(4);
     });
   });
@@ -338,10 +338,10 @@ describe('SqliteLeaseStore', () => {
   describe('with the original worker on the same database', () => {
     it('neither takes a live lease of the other', () => {
       installSqliteSchema(db);
-      const seed = seedStatements(db, 'rust', 300);
+      const original = originalStatements(db, 'rust', 300);
       expect(store.acquire(0, 'a', at(1_000), 300).acquired).toBe(true);
-      expect(seed.tryAcquire(1_300)).toBe(false);
-      expect(seed.tryAcquire(1_301)).toBe(true);
+      expect(original.tryAcquire(1_300)).toBe(false);
+      expect(original.tryAcquire(1_301)).toBe(true);
       expect(store.acquire(0, 'a', at(1_601), 300).acquired).toBe(false);
       expect(store.renew(lease('a', 1), at(1_601), 99)).toBe(false);
     });
@@ -349,7 +349,7 @@ describe('SqliteLeaseStore', () => {
     it('lets the original worker acquire right after our release', () => {
       store.acquire(0, 'a', at(1_000), 300);
       store.release(lease('a', 1));
-      expect(seedStatements(db, 'rust', 300).tryAcquire(1_001)).toBe(true);
+      expect(originalStatements(db, 'rust', 300).tryAcquire(1_001)).toBe(true);
     });
   });
 });

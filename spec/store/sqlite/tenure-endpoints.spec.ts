@@ -3,13 +3,13 @@ import { spawnSync } from 'node:child_process';
 import { chownSync, lstatSync, mkdirSync, readdirSync, readlinkSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { eventually } from '../../../chaos/eventually';
-import { sleep } from '../../../chaos/worker-process';
+import { eventually } from '../../../test-kit/eventually';
+import { sleep } from '../../../test-kit/worker-process';
 import { Lease } from '../../../src';
 import { sqliteLeaseStore } from '../../../src/store/sqlite/sqlite-lease-store';
 import { TenureEndpoints } from '../../../src/store/sqlite/tenure-endpoints';
 import { ChildWorker } from '../../support/child-worker';
-import { endpointSockets, watcherCount } from '../../../chaos/endpoint-sockets';
+import { endpointSockets, watcherCount } from '../../../test-kit/endpoint-sockets';
 import { temporaryDatabase, TemporaryDatabase } from '../../support/temporary-database';
 import { at } from '../../support/clock-reading';
 

@@ -1,80 +1,34 @@
-import type { Pool, PoolClient, QueryConfig, QueryResult, QueryResultRow } from 'pg';
-import { ulid } from 'ulid';
-import { argumentError, expectConfig, expectInteger, expectObject, expectString, MAX_DELAY } from '../../core/argument-check';
+import type { Pool, PoolClient, QueryResultRow } from 'pg';
 import { Lease } from '../../core/leadership-event';
 import { checkLease } from '../lease-check';
 import {
   AcquireOptions,
   AcquireResult,
   ChangeOrigin,
-  ClockReading,
-  LeaseChange,
   ChangeSignals,
+  ClockReading,
   Fencing,
   FencingCapabilities,
   FencingStore,
+  LeaseChange,
   LeaseView,
-  StandbyPlaces,
   LockTaken,
+  StandbyPlaces,
   WatchOptions,
 } from '../lease-store';
-import { LeadershipError } from '../../core/leadership-error';
 import { ChangeListeners } from '../change-listeners';
+import { PostgresLeaseStoreConfig, resolvePostgresConfig } from './postgres-config';
 import { toLeadershipError } from './postgres-error';
+import { checkMayCampaign } from './postgres-privileges';
 import { installPostgresSchema, PostgresLeaseTable, qualifiedNames } from './postgres-schema';
-import { channel, idleBound, keepsOff, Row, statementsFor, toRecord, toView } from './postgres-statements';
+import { StoreSession } from './postgres-session';
+import { StandbyLocks } from './postgres-standby';
+import { idleBound, keepsOff, Row, statementsFor, toRecord, toView } from './postgres-statements';
 import { inTransaction } from './postgres-transaction';
 
-/** Options of {@link postgresLeaseStore}. */
-export interface PostgresLeaseStoreConfig {
-  /**
-   * The schema of the lease table, created if missing.
-   * @default 'public'
-   */
-  schema?: string;
-  /**
-   * The lease table, created if missing, with its term sequence `<table>_term` beside it.
-   * @default 'worker_leadership'
-   */
-  table?: string;
-  /**
-   * Ms after which a statement of the store that got no answer fails (`pg`'s `query_timeout`),
-   * as a transient error: a campaign makes one call at a time, and a call that hangs on a
-   * dead connection must not keep it from the next. It does not bound the wait for a
-   * connection from the pool: set the pool's `connectionTimeoutMillis` for that.
-   * @default 5_000
-   */
-  queryTimeout?: number;
-}
+export type { PostgresLeaseStoreConfig };
 
 const nothing = () => undefined;
-
-/** The key of `holder`'s standby place of `slot` among the places a store holds. */
-const placeOf = (slot: number, holder: string) => `${slot} ${holder}`;
-
-interface Privileges extends QueryResultRow {
-  role: string;
-  standby: boolean;
-  missing: string[];
-  sequence: boolean;
-}
-
-/**
- * The connection a store holds while anything of this process listens: it listens for
- * elections and releases, and carries every statement of the store meanwhile, so that the
- * store holds one connection, not two.
- */
-interface Session {
-  readonly client: PoolClient;
-  /** Gives the connection back: destroyed after `error`, else after UNLISTEN, once the statements queued on it are done. */
-  close(error?: Error): void;
-}
-
-/** Whether `error` is the server's answer to a statement (a SQLSTATE), after which the connection is as good as before. */
-function isServerAnswer(error: unknown): boolean {
-  const { code } = (error ?? {}) as { code?: unknown };
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !code.startsWith('57P') && !code.startsWith('08');
-}
 
 /** undefined_table, invalid_schema_name: nothing was created yet, so nobody leads. */
 const nothingYet = new Set(['42P01', '3F000']);
@@ -124,21 +78,11 @@ const stores = new WeakMap<Pool, Map<string, PostgresLeaseStore>>();
  * ```
  */
 export function postgresLeaseStore(pool: Pool, config: PostgresLeaseStoreConfig = {}): PostgresLeaseStore {
-  const pg = expectObject('pool', pool, 'a pg Pool') as Record<string, unknown>;
-  if (typeof pg.query !== 'function' || typeof pg.connect !== 'function' || typeof pg.on !== 'function') {
-    throw argumentError(TypeError, 'pool', 'a pg Pool', pool);
-  }
-  expectConfig(config, ['schema', 'table', 'queryTimeout']);
-  const { schema = 'public', table = 'worker_leadership', queryTimeout = 5_000 } = config;
-  // PostgreSQL names are at most 63 bytes; the term sequence adds `_term` to the table's.
-  expectString('schema', schema, 63);
-  expectString('table', table, 58);
-  expectInteger('queryTimeout', queryTimeout, 1, MAX_DELAY);
-  const key = JSON.stringify([schema, table, queryTimeout]);
+  const { names, queryTimeout, key } = resolvePostgresConfig(pool, config);
   let forPool = stores.get(pool);
   if (!forPool) stores.set(pool, (forPool = new Map()));
   let store = forPool.get(key);
-  if (!store) forPool.set(key, (store = new PostgresLeaseStore(pool, { schema, table }, queryTimeout)));
+  if (!store) forPool.set(key, (store = new PostgresLeaseStore(pool, names, queryTimeout)));
   return store;
 }
 
@@ -152,27 +96,17 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, ChangeSigna
   private readonly qualified: { readonly table: string; readonly termSequence: string };
   /** What is announced on the channel: an election or a release of this table, and no other that shares the server. */
   private readonly payloads: { readonly elected: string; readonly released: string; readonly renewed: string };
+  /** The schema being made, or made; unset again if making it failed. */
   private schemaReady: Promise<void> | undefined;
-  /** Set once a candidate found it may write the table (see `mayCampaign`). */
-  private writable: Promise<void> | undefined;
+  /** The check that this role may campaign, once one was made and passed (see `checkMayCampaign`). */
+  private campaignAllowed: Promise<void> | undefined;
   private readonly listeners = new ChangeListeners(
-    () => this.startListening(),
-    () => this.stopListening(),
+    () => this.session.start(),
+    () => this.session.stopIfUnwanted(),
   );
-  /** The connection that listens (and carries the statements), once there is one. */
-  private listening: Session | undefined;
-  /** The session being opened, if it is. */
-  private opening: Promise<Session | undefined> | undefined;
-  /** Standby places held on the session, by `slot holder`. */
-  private readonly places = new Map<string, number>();
-  /** How many standBy calls wait for the session, which must stay meanwhile. */
-  private seekingPlaces = 0;
-  /** The end of the store's last statement (see `statement`). */
-  private turn: Promise<void> = Promise.resolve();
-  /** Set once a notification from another connection reached a listening one: later ones need no probe. */
-  private notificationsWork = false;
-  /** Set when notifications were found not to reach a listening connection (PgBouncer in transaction mode): followers poll. */
-  private notificationsUnavailable = false;
+  /** One statement at a time, on the session that listens when there is one. */
+  private readonly session: StoreSession;
+  private readonly standby: StandbyLocks;
   /** Every operation not yet settled, so that `settled()` can wait for them. */
   private readonly pending = new Set<Promise<unknown>>();
   /** Releases that failed since `settled()` last reported. */
@@ -188,6 +122,13 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, ChangeSigna
     this.statements = statementsFor(this.qualified);
     const { table } = this.qualified;
     this.payloads = { elected: `elected ${table}`, released: `released ${table}`, renewed: `renewed ${table}` };
+    this.session = new StoreSession(pool, queryTimeout, table, {
+      wanted: () => this.listeners.any || this.standby.wanted,
+      notified: (payload) => this.onNotification(payload),
+      ended: () => this.standby.forget(),
+      schemaMade: () => this.schemaReady,
+    });
+    this.standby = new StandbyLocks(this.session, this.statements, (slot) => `${this.payloads.released} ${slot}`);
     // An idle connection closed by the server or the network is reported here, and would
     // end the process if nobody listened. The next operation simply takes another one.
     pool.on('error', () => undefined);
@@ -252,53 +193,15 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, ChangeSigna
     return released;
   }
 
-  /**
-   * Keeps or takes one of the first `places` standby places of `slot`: a session advisory
-   * lock on the store's session (`pg_try_advisory_lock`, never waiting), which the server
-   * lets go when the session ends, however it ends. Only standbys listen for releases, so
-   * that a release wakes a few processes, not every follower of the fleet. Where
-   * notifications cannot work (PgBouncer's transaction mode), there are no places: every
-   * follower polls as a standby would.
-   */
+  /** Keeps or takes one of the first `places` standby places of `slot` (see `StandbyLocks`). */
   standBy(slot: number, holder: string, _now: ClockReading, _expiresAfter: number, places: number): Promise<boolean> {
-    const key = placeOf(slot, holder);
-    return this.operation(async () => {
-      this.seekingPlaces++;
-      try {
-        const session = await this.session();
-        if (session === undefined) return true; // nobody can be told: every follower polls
-        if (this.places.has(key)) return true;
-        const { rows } = await this.onTurn(() =>
-          session.client.query<{ place: number }>(this.config(this.statements.standBy, [this.placesKey(slot), places])),
-        );
-        if (rows.length === 0 || this.listening !== session) return false; // a session gone took its lock with it
-        this.places.set(key, rows[0].place);
-        return true;
-      } finally {
-        this.seekingPlaces--;
-        this.stopListening();
-      }
-    });
+    return this.operation(() => this.standby.claim(slot, holder, places));
   }
 
   /** Gives up `holder`'s standby place of `slot`, if it has one. */
   leaveStandby(slot: number, holder: string): Promise<void> {
-    const key = placeOf(slot, holder);
-    const place = this.places.get(key);
-    const session = this.listening;
-    if (place === undefined || session === undefined) return Promise.resolve();
-    this.places.delete(key);
-    return this.operation(async () => {
-      if (this.listening === session) {
-        await this.onTurn(() => session.client.query(this.config(this.statements.leaveStandby, [this.placesKey(slot), place])));
-      }
-      this.stopListening();
-    });
-  }
-
-  /** The advisory lock key of a slot's standby places: this table's, not another's that shares the server. */
-  private placesKey(slot: number): string {
-    return `${this.payloads.released} ${slot}`;
+    const unlock = this.standby.leave(slot, holder);
+    return unlock === undefined ? Promise.resolve() : this.operation(unlock);
   }
 
   /** Releases are reported to every listener; elections and renewals only to those that ask. */
@@ -308,7 +211,7 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, ChangeSigna
 
   /** Whether notifications are known to reach this process now: it listens, and a probe made the round trip. */
   isWatching(): boolean {
-    return this.listening !== undefined && this.notificationsWork;
+    return this.session.hearing;
   }
 
   /**
@@ -318,7 +221,7 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, ChangeSigna
    * reading of this host's clocks.)
    */
   look(slot: number): Promise<LeaseView | undefined> {
-    if (this.listeners.any) this.startListening();
+    if (this.listeners.any) this.session.start();
     return (async () => {
       try {
         const [row] = await this.query<Row>(this.statements.read, [slot]);
@@ -349,7 +252,7 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, ChangeSigna
         // next statement would otherwise leave a session idle in its transaction, holding the
         // row (and the slot) until the server notices the dead connection, hours later.
         await client.query(`SET LOCAL idle_in_transaction_session_timeout = ${this.queryTimeout}`);
-        const [row] = (await client.query<Row>(this.config(this.statements.lockForFencing, [lease.slot]))).rows;
+        const [row] = (await client.query<Row>(this.session.config(this.statements.lockForFencing, [lease.slot]))).rows;
         // Holder and term under the row's lock prove that nobody took the slot since the tenure
         // began, and nobody can until this transaction ends. The server's clock is not asked
         // whether the lease still stands: it may have stepped, and a leader's writes must not
@@ -386,7 +289,7 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, ChangeSigna
     const promise = (async () => {
       try {
         await this.ready();
-        if (this.listeners.any) this.startListening();
+        if (this.listeners.any) this.session.start();
         return await run();
       } catch (error) {
         throw toLeadershipError(error);
@@ -406,179 +309,24 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, ChangeSigna
     return this.schemaReady;
   }
 
-  private config(text: string, values: unknown[]): QueryConfig & { query_timeout: number } {
-    return { text, values, query_timeout: this.queryTimeout };
+  private query<R extends QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
+    return this.session.query<R>(text, values);
   }
 
-  private async query<R extends QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
-    return (await this.statement<R>(text, values)).rows;
-  }
-
-  /**
-   * One statement: on the listening connection when there is one, else on a connection of
-   * the pool; one statement of the store at a time either way, so that the store needs one
-   * connection whatever the number of slots, candidates and observers.
-   */
-  private async statement<R extends QueryResultRow>(text: string, values: unknown[]): Promise<QueryResult<R>> {
-    return this.onTurn(async () => {
-      const session = this.listening;
-      if (session === undefined) return this.pool.query<R>(this.config(text, values));
-      try {
-        return await session.client.query<R>(this.config(text, values));
-      } catch (error) {
-        // A statement that got no answer may leave the connection stuck behind it: never reuse it.
-        if (!isServerAnswer(error)) session.close(error instanceof Error ? error : new Error(String(error)));
-        throw error;
-      }
-    });
-  }
-
-  /** Runs `run` once every statement of the store sent before it has settled. */
-  private onTurn<T>(run: () => Promise<T>): Promise<T> {
-    const result = this.turn.then(run);
-    this.turn = result.then(nothing, nothing);
-    return result;
-  }
-
-  /**
-   * Checks once that this role may campaign (write the table, draw terms) on a server that
-   * accepts writes, so that a role that may only read learns it when its candidate starts,
-   * not when the slot first falls free.
-   */
+  /** Checks once that this role may campaign; asked again after a failure, since a grant may come. */
   private mayCampaign(): Promise<void> {
-    this.writable ??= (async () => {
-      const { table, termSequence } = this.qualified;
-      const [found] = await this.query<Privileges>(this.statements.privileges, [table, termSequence]);
-      if (found.standby) {
-        throw new LeadershipError(
-          'DATABASE_READONLY',
-          'The server is a standby, which accepts no writes: candidates must connect to the primary',
-        );
-      }
-      const missing: string[] = [];
-      if (found.missing.length > 0) missing.push(`${found.missing.join(', ')} on ${table}`);
-      if (!found.sequence) missing.push(`USAGE on ${termSequence}`);
-      if (missing.length > 0) {
-        throw new LeadershipError(
-          'DATABASE_READONLY',
-          `Role ${found.role} may not campaign: it lacks ${missing.join(', ')} (grant them, or only watch with observeLeader)`,
-        );
-      }
-    })().catch((error: unknown) => {
-      this.writable = undefined; // asked again next time: a grant may come
-      throw error;
-    });
-    return this.writable;
-  }
-
-  /** Whether the store needs its session: somebody listens, or holds or seeks a standby place. */
-  private wantsSession(): boolean {
-    return this.listeners.any || this.places.size > 0 || this.seekingPlaces > 0;
-  }
-
-  private startListening(): void {
-    void this.session();
-  }
-
-  private stopListening(): void {
-    if (!this.wantsSession()) this.listening?.close();
-  }
-
-  /**
-   * The store's session once it listens, opening it if needed, or `undefined` if it cannot
-   * (notifications do not reach it, or the connection failed: tried again at the next
-   * operation). A new session checks, once a store, that a notification sent from another
-   * connection reaches it before the answer to its next statement (the server delivers it
-   * then at the latest): behind a pooler that lends server connections per transaction
-   * (PgBouncer's transaction mode) it does not, and the store says so once and lets its
-   * followers poll.
-   */
-  private session(): Promise<Session | undefined> {
-    if (this.listening !== undefined) return Promise.resolve(this.listening);
-    if (this.notificationsUnavailable) return Promise.resolve(undefined);
-    this.opening ??= this.openChecked()
-      .catch(() => undefined)
-      .finally(() => (this.opening = undefined));
-    return this.opening;
-  }
-
-  private async openChecked(): Promise<Session | undefined> {
-    // After the schema is made, if a candidate is making it (an observer makes nothing).
-    await this.schemaReady?.catch(nothing);
-    const probe = `probe ${ulid()}`;
-    let probed = false;
-    // Taken in the store's turn: no statement of the store holds another connection meanwhile.
-    const session = await this.onTurn(() => this.openSession((payload) => (probed ||= payload === probe)));
-    if (session === undefined || this.notificationsWork) return session;
-    // From another connection, closed at once so that the store keeps to one; statements go
-    // on meanwhile on the session.
-    const notifier = await this.pool.connect();
-    try {
-      await notifier.query(this.config('SELECT pg_notify($1, $2)', [channel, probe]));
-    } finally {
-      notifier.release(true);
-    }
-    if (this.listening !== session) return undefined;
-    await this.onTurn(() => session.client.query(this.config('SELECT 1', [])));
-    if (this.listening !== session) return undefined;
-    if (probed) {
-      this.notificationsWork = true;
-      return session;
-    }
-    this.notificationsUnavailable = true;
-    session.close();
-    process.emitWarning(
-      `observe-leadership: notifications do not reach this connection (a pooler in transaction mode, such as PgBouncer's?): ` +
-        `followers and observers of ${this.qualified.table} poll instead`,
-      { code: 'OBSERVE_LEADERSHIP_NO_NOTIFICATIONS' },
-    );
-    return undefined;
-  }
-
-  /** A connection that listens, which becomes the store's session while it is wanted; `undefined` if it no longer is. */
-  private async openSession(onOther: (payload: string) => void): Promise<Session | undefined> {
-    const client = await this.pool.connect();
-    let closed = false;
-    const session: Session = {
-      client,
-      close: (error?: Error) => {
-        if (closed) return;
-        closed = true;
-        if (this.listening === session) {
-          this.listening = undefined;
-          this.places.clear(); // the server lets the session's advisory locks go with it
-        }
-        const release = (broken?: Error) => {
-          client.removeAllListeners('notification');
-          client.removeListener('error', session.close);
-          client.release(broken);
-        };
-        // Statements sent before run first; a broken connection is destroyed, a good one goes
-        // back to the pool, with neither a LISTEN nor an advisory lock left on it.
-        if (error !== undefined) release(error);
-        else
-          this.onTurn(() => client.query('UNLISTEN *; SELECT pg_advisory_unlock_all()')).then(
-            () => release(),
-            (failed: Error) => release(failed),
-          );
+    this.campaignAllowed ??= checkMayCampaign((text, values) => this.query(text, values), this.statements.privileges, this.qualified).catch(
+      (error: unknown) => {
+        this.campaignAllowed = undefined;
+        throw error;
       },
-    };
-    client.on('error', session.close);
-    client.on('notification', ({ channel: name, payload = '' }) => {
-      if (name !== channel) return;
-      if (payload === this.payloads.released) this.listeners.notify('anywhere');
-      else if (payload === this.payloads.elected) this.listeners.notify('anywhere', 'election');
-      else if (payload === this.payloads.renewed) this.listeners.notify('anywhere', 'renewal');
-      else onOther(payload);
-    });
-    try {
-      await client.query(this.config(`LISTEN ${channel}`, []));
-    } catch (error) {
-      session.close(error as Error);
-      throw error;
-    }
-    if (!this.wantsSession()) return void session.close();
-    this.listening = session;
-    return session;
+    );
+    return this.campaignAllowed;
+  }
+
+  private onNotification(payload: string): void {
+    if (payload === this.payloads.released) this.listeners.notify('anywhere');
+    else if (payload === this.payloads.elected) this.listeners.notify('anywhere', 'election');
+    else if (payload === this.payloads.renewed) this.listeners.notify('anywhere', 'renewal');
   }
 }

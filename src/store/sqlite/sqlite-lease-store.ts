@@ -1,6 +1,11 @@
+/*
+ * Longer than the others (about 400 lines): each operation's transaction, the tenure's
+ * endpoint it opens before its commit and the signal it sends after are one sequence, and
+ * they read best in one place. The SQL is in sqlite-statements.ts, the connection's checks in
+ * sqlite-connection.ts, the endpoints in tenure-endpoints.ts and endpoint-watch.ts.
+ */
 import type { Database, Statement, Transaction } from 'better-sqlite3';
-import { FSWatcher, realpathSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import type { FSWatcher } from 'node:fs';
 import { LeadershipError } from '../../core/leadership-error';
 import { Lease } from '../../core/leadership-event';
 import { checkLease, stands } from '../lease-check';
@@ -9,7 +14,7 @@ import {
   AcquireResult,
   ChangeOrigin,
   ClockReading,
-  isTenure,
+  sameTenure,
   LeaseChange,
   ChangeSignals,
   LeaseRecord,
@@ -25,6 +30,7 @@ import { toLeadershipError } from './sqlite-error';
 import { installSqliteSchema } from './sqlite-schema';
 import { readText, statementText } from './sqlite-statements';
 import { SignalFile } from './signal-file';
+import { canonicalPath, SqliteConnection } from './sqlite-connection';
 import { TenureEndpoints } from './tenure-endpoints';
 
 /** A slot's row as read, with the ms its lease has left at the reading (see `remaining`). */
@@ -75,24 +81,6 @@ interface Statements {
   fenced: Transaction<(lease: Lease, now: () => ClockReading, work: () => unknown) => unknown>;
 }
 
-function fileIdentity(path: string): { dev: number; ino: number } | undefined {
-  try {
-    const { dev, ino } = statSync(path);
-    return { dev, ino };
-  } catch {
-    return undefined;
-  }
-}
-
-/** One path for one file, however it was opened (relative, through a link), so that every process signals through the same file. */
-function canonicalPath(path: string): string {
-  try {
-    return realpathSync(path);
-  } catch {
-    return resolve(path);
-  }
-}
-
 /** The row as a view: the lease, and the time it has left. */
 function viewOf({ holder, term, expiresAt, expiresIn }: LeaseRow): LeaseView {
   return { lease: { holder, term, expiresAt }, expiresIn };
@@ -127,25 +115,24 @@ export class SqliteLeaseStore implements LeaseStore, ChangeSignals, StandbyPlace
   /** Releases signalled through a file, standby places in a table, and tenures proven over by their endpoints. */
   readonly capabilities: StoreCapabilities = { changes: this, standby: this, tenureProof: this };
   private statements: Statements | undefined;
-  private readOnly: Statement<[Judged], LeaseRow> | undefined;
-  /** The file this connection opened, as the file system knew it then. */
-  private file: { dev: number; ino: number } | undefined;
+  /** The read statement for looking without writing, once the schema is whole (see `reader`). */
+  private lookStatement: Statement<[Judged], LeaseRow> | undefined;
+  /** The connection, checked before each operation, used without the busy wait. */
+  private readonly connection: SqliteConnection;
   private readonly listeners = new ChangeListeners(
     () => this.startWatching(),
     () => this.stopWatching(),
   );
   private watcher: FSWatcher | undefined;
-  /** The connection's settings that `checkConnection` asks for, prepared once. */
-  private settings: { lockingMode: Statement<[], string>; journalMode: Statement<[], string> } | undefined;
   /** Where releases and elections are signalled to other processes; none for a database in memory. */
   private readonly signalFile: SignalFile | undefined;
   /** How followers on this host learn at once that a leader's process is gone; none in memory. */
   private readonly endpoints: TenureEndpoints | undefined;
   /** The tenure being committed, whose endpoint is open already. */
   private uncommitted: Lease | undefined;
-  private busyPragmas: { read: Statement<[], number>; set: (ms: number) => Statement } | undefined;
 
   constructor(private readonly db: Database) {
+    this.connection = new SqliteConnection(db);
     const file = db.memory ? undefined : canonicalPath(db.name);
     this.signalFile = file === undefined ? undefined : new SignalFile(file);
     this.endpoints = file === undefined ? undefined : new TenureEndpoints(file);
@@ -170,7 +157,7 @@ export class SqliteLeaseStore implements LeaseStore, ChangeSignals, StandbyPlace
       const answer = (acquired: boolean, row: LeaseRow): AcquireResult => ({ acquired, ...viewOf(row) });
       const judged = { slot, ...now };
       const seen = waitForLock ? statements.read.get(judged) : undefined;
-      if (seen !== undefined && seen.holder !== holder && stands(seen.expiresIn) && !isTenure(seen, ended)) return answer(false, seen);
+      if (seen !== undefined && seen.holder !== holder && stands(seen.expiresIn) && !sameTenure(seen, ended)) return answer(false, seen);
       const parameters = {
         ...judged,
         holder,
@@ -265,8 +252,8 @@ export class SqliteLeaseStore implements LeaseStore, ChangeSignals, StandbyPlace
    * read-only connection, and before the schema exists (then there is no row).
    */
   look(slot: number, now: ClockReading): LeaseView | undefined {
-    return this.withoutBusyWait(() => {
-      this.beforeOperation();
+    return this.connection.run(() => {
+      this.watchIfWanted();
       const row = this.reader()?.get({ slot, ...now });
       return row && viewOf(row);
     });
@@ -304,53 +291,14 @@ export class SqliteLeaseStore implements LeaseStore, ChangeSignals, StandbyPlace
     }
   }
 
-  /**
-   * Runs one of the library's own operations with the connection's busy timeout at 0, then
-   * puts the user's back, whatever happens: better-sqlite3 is synchronous, and SQLite's busy
-   * wait (sleeps of 1 to 100 ms, whatever frees meanwhile) would stop the host's event loop,
-   * its timers and the lease's own deadline with it, for up to the busy timeout. A lock met
-   * is `LockTaken` at once, tried again on the campaign's timers. The user's statements, on
-   * the same connection, keep the timeout they set (a microsecond's worth of pragmas).
-   */
-  private withoutBusyWait<T>(operation: () => T): T {
-    let pragmas: ReturnType<SqliteLeaseStore['busyTimeout']> | undefined;
-    let timeout = 0;
-    try {
-      pragmas = this.busyTimeout();
-      timeout = pragmas.read.get() as number;
-      if (timeout !== 0) pragmas.set(0).get();
-      return operation();
-    } catch (error) {
-      throw toLeadershipError(error, this.db, { waited: false });
-    } finally {
-      if (timeout !== 0 && this.db.open) pragmas?.set(timeout).get();
-    }
-  }
-
-  /** The pragmas that read and set the busy timeout, prepared once (one statement per value set). */
-  private busyTimeout(): { read: Statement<[], number>; set: (ms: number) => Statement } {
-    if (this.busyPragmas) return this.busyPragmas;
-    const read = this.db.prepare<[], number>('PRAGMA busy_timeout').pluck();
-    const setters = new Map<number, Statement>();
-    const set = (ms: number): Statement => {
-      let statement = setters.get(ms);
-      if (statement === undefined) setters.set(ms, (statement = this.db.prepare(`PRAGMA busy_timeout = ${Math.trunc(ms)}`)));
-      return statement;
-    };
-    return (this.busyPragmas = { read, set });
-  }
-
   private guard<T>(operation: (statements: Statements) => T): T {
-    return this.withoutBusyWait(() => {
-      this.beforeOperation();
+    return this.connection.run(() => {
+      this.watchIfWanted();
       return operation(this.ready());
     });
   }
 
-  private beforeOperation(): void {
-    if (this.file === undefined && !this.db.memory) this.file = fileIdentity(this.db.name);
-    this.checkConnection();
-    this.checkFile();
+  private watchIfWanted(): void {
     if (this.listeners.any && this.watcher === undefined) this.startWatching();
   }
 
@@ -362,7 +310,7 @@ export class SqliteLeaseStore implements LeaseStore, ChangeSignals, StandbyPlace
    */
   private reader(): Statement<[Judged], LeaseRow> | undefined {
     if (this.statements) return this.statements.read;
-    if (this.readOnly) return this.readOnly;
+    if (this.lookStatement) return this.lookStatement;
     const tables = this.db
       .prepare<[], string>(
         `SELECT name FROM sqlite_master WHERE name IN ('worker_leadership', 'worker_leadership_term', 'worker_leadership_deadline')`,
@@ -374,55 +322,8 @@ export class SqliteLeaseStore implements LeaseStore, ChangeSignals, StandbyPlace
     const deadlines = tables.includes('worker_leadership_deadline');
     const statement = this.db.prepare<[Judged], LeaseRow>(readText({ terms, deadlines }));
     // Kept only once the schema is whole: until then a candidate may yet complete it.
-    if (terms && deadlines) this.readOnly = statement;
+    if (terms && deadlines) this.lookStatement = statement;
     return statement;
-  }
-
-  /**
-   * Refuses, before it touches the file, a connection that would stop the election for every
-   * other process, or leave the file damaged when this one is killed. Both settings belong
-   * to the connection and can change at any time, so every operation asks (a microsecond).
-   * A database in memory has no other process to share it with: anything goes.
-   */
-  private checkConnection(): void {
-    if (this.db.memory) return;
-    this.settings ??= {
-      lockingMode: this.db.prepare<[], string>('PRAGMA locking_mode').pluck(),
-      journalMode: this.db.prepare<[], string>('PRAGMA journal_mode').pluck(),
-    };
-    if (this.settings.lockingMode.get() === 'exclusive') {
-      throw new LeadershipError(
-        'EXCLUSIVE_LOCKING',
-        'The connection is in locking_mode = EXCLUSIVE: once it has read the file it keeps it locked, and no ' +
-          'other process can take part in the election; use the default (NORMAL) on this connection',
-      );
-    }
-    const journalMode = this.settings.journalMode.get();
-    if (journalMode === 'memory' || journalMode === 'off') {
-      throw new LeadershipError(
-        'UNSAFE_JOURNAL',
-        `The connection's journal_mode is ${journalMode.toUpperCase()}: a process killed while it commits can leave ` +
-          'the file damaged, and the election with it; use DELETE (the default), TRUNCATE, PERSIST or WAL on this connection',
-      );
-    }
-  }
-
-  /**
-   * A connection keeps using its file after the file is deleted or replaced (WAL mode does not
-   * notice), while every process that opens the path from then on gets another database: two
-   * elections, two leaders. So each operation first checks that the path still leads to the
-   * file this connection opened.
-   */
-  private checkFile(): void {
-    if (this.file === undefined) return;
-    const now = fileIdentity(this.db.name);
-    if (now?.dev !== this.file.dev || now.ino !== this.file.ino) {
-      throw new LeadershipError(
-        'DATABASE_MOVED',
-        `The file ${this.db.name} was deleted or replaced since this connection opened it; ` +
-          'candidates that open it now use another database',
-      );
-    }
   }
 
   /**

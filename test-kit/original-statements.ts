@@ -1,7 +1,7 @@
 import type { Database } from 'better-sqlite3';
 
 /** What the original worker does, one method per statement group (shared/seed/leader.rs.txt). */
-export interface SeedStatements {
+export interface OriginalStatements {
   /** try_acquire: INSERT OR IGNORE, then the take-over UPDATE; true if it now leads. */
   tryAcquire(now: number): boolean;
   /** renew: UPDATE expires_at WHERE holder = self; true if it still leads. */
@@ -14,7 +14,7 @@ export interface SeedStatements {
  * The original Rust worker's three statements, unchanged, on slot 0. Time is an argument
  * so that callers choose it (the original reads the system clock).
  */
-export function seedStatements(db: Database, holder: string, expiresAfter: number): SeedStatements {
+export function originalStatements(db: Database, holder: string, expiresAfter: number): OriginalStatements {
   const insert = db.prepare('INSERT OR IGNORE INTO worker_leadership (slot, holder, expires_at) VALUES (0, ?, ?)');
   const take = db.prepare(`UPDATE worker_leadership
              SET holder = ?, expires_at = ?
@@ -33,5 +33,5 @@ export function seedStatements(db: Database, holder: string, expiresAfter: numbe
 }
 
 /** The original worker's table, which it expects to exist (its SCHEMA_V1). */
-export const seedTable = `CREATE TABLE IF NOT EXISTS worker_leadership (
+export const originalTable = `CREATE TABLE IF NOT EXISTS worker_leadership (
   slot INTEGER PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL)`;

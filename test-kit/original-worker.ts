@@ -9,15 +9,15 @@
  * Options come as JSON in argv[2]: { file, worker?, renewEvery, expiresAfter, retryEvery, journal?, busyTimeout? }.
  */
 import { ulid } from 'ulid';
-import { seedStatements, seedTable } from './seed-statements';
+import { originalStatements, originalTable } from './original-statements';
 import { createInterface } from 'node:readline';
-import { monotonicNow, openDatabase, report, reportUsage, WorkerOptions } from './worker';
+import { monotonicNow, openWorkerDatabase, report, reportUsage, WorkerOptions } from './worker';
 
 function main(): void {
   const { file, worker, renewEvery, expiresAfter, retryEvery, journal, busyTimeout } = JSON.parse(process.argv[2]) as WorkerOptions;
-  const db = openDatabase(file!, { journal, busyTimeout, setupSql: seedTable }); // the original worker runs only on SQLite
+  const db = openWorkerDatabase(file!, { journal, busyTimeout, setupSql: originalTable }); // the original worker runs only on SQLite
   const holder = ulid();
-  const seed = seedStatements(db, holder, expiresAfter);
+  const original = originalStatements(db, holder, expiresAfter);
   // It believes by the wall clock, as the original does: on the monotonic clock, its belief
   // ends when the wall clock, as read now, reaches its expiry.
   const say = (record: Record<string, unknown> & { expiresAt?: number }) =>
@@ -41,7 +41,7 @@ function main(): void {
   let timer: NodeJS.Timeout | undefined;
   const follow = (): void => {
     const now = Date.now();
-    if (!attempt(() => seed.tryAcquire(now), false)) {
+    if (!attempt(() => original.tryAcquire(now), false)) {
       timer = setTimeout(follow, retryEvery);
       return;
     }
@@ -51,7 +51,7 @@ function main(): void {
 
   const lead = (): void => {
     const now = Date.now();
-    if (attempt(() => seed.renew(now), false)) {
+    if (attempt(() => original.renew(now), false)) {
       say({ type: 'renewed', expiresAt: now + expiresAfter });
       timer = setTimeout(lead, renewEvery);
       return;
@@ -67,7 +67,7 @@ function main(): void {
   const unsubscribe = () => {
     clearTimeout(timer);
     say({ type: 'unsubscribed' }); // before the release, as worker.ts does
-    attempt(() => seed.release(), undefined);
+    attempt(() => original.release(), undefined);
   };
   const commands: Record<string, () => void> = { subscribe, unsubscribe, usage: reportUsage };
   createInterface({ input: process.stdin }).on('line', (line) => commands[line.trim()]?.());

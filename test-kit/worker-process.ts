@@ -6,13 +6,13 @@ import { WorkerOptions } from './worker';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-export type WorkerKind = 'candidate' | 'seed';
+export type WorkerKind = 'candidate' | 'original';
 
-// The compiled worker scripts: beside this file once built, or in build/chaos when this
+// The compiled worker scripts: beside this file once built, or in build/test-kit when this
 // file runs from source (the specs, under ts-jest).
-const scripts = __dirname.endsWith(join('build', 'chaos')) ? __dirname : join(__dirname, '..', 'build', 'chaos');
+const scripts = __dirname.endsWith(join('build', 'test-kit')) ? __dirname : join(__dirname, '..', 'build', 'test-kit');
 
-/** One worker process (worker.js or seed-worker.js) and what it reported; restarts make new ones. */
+/** One worker process (worker.js or original-worker.js) and what it reported; restarts make new ones. */
 export class WorkerProcess {
   readonly child: ChildProcess;
   readonly exited: Promise<void>;
@@ -33,7 +33,7 @@ export class WorkerProcess {
     /** A command that runs node for it (`ip netns exec NAME`, say), if not run directly. */
     launcher: string[] = [],
   ) {
-    const script = join(scripts, kind === 'seed' ? 'seed-worker.js' : 'worker.js');
+    const script = join(scripts, kind === 'original' ? 'original-worker.js' : 'worker.js');
     const [command, ...prefix] = [...launcher, process.execPath];
     this.child = spawn(command, [...prefix, script, JSON.stringify({ ...options, worker: name })], {
       stdio: ['pipe', 'pipe', 'pipe'],

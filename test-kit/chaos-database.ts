@@ -5,15 +5,21 @@
  */
 import type Database from 'better-sqlite3';
 import { Pool, PoolClient } from 'pg';
-import { FinalState } from './orchestrator';
 import { LedgerRow } from './history';
-import { JournalMode, ledgerTable, openDatabase } from './worker';
+import { JournalMode, ledgerTable, openWorkerDatabase } from './worker';
+
+/** A slot's row as the harness reads it at the end of a run. */
+export interface LeaseRow {
+  slot: number;
+  holder: string;
+  expiresAt: number;
+}
 
 export interface ChaosDatabase {
   /** Takes the lock that stalls every writer; `false` if it could not. */
   holdLock(): Promise<boolean>;
   releaseLock(): Promise<void>;
-  leaseRows(): Promise<FinalState['rows']>;
+  leaseRows(): Promise<LeaseRow[]>;
   /** The holders of a slot's live standby places; `undefined` where the store keeps none. */
   standbys(slot: number): Promise<string[] | undefined>;
   ledger(): Promise<LedgerRow[]>;
@@ -27,7 +33,7 @@ export interface PostgresTarget {
 }
 
 export function sqliteChaosDatabase(file: string, journal: JournalMode): ChaosDatabase {
-  const db: Database.Database = openDatabase(file, { journal, busyTimeout: 1_000 });
+  const db: Database.Database = openWorkerDatabase(file, { journal, busyTimeout: 1_000 });
   db.exec(ledgerTable);
   return {
     holdLock: async () => {
@@ -40,7 +46,7 @@ export function sqliteChaosDatabase(file: string, journal: JournalMode): ChaosDa
     },
     releaseLock: async () => void db.exec('COMMIT'),
     leaseRows: async () =>
-      db.prepare('SELECT slot, holder, expires_at AS expiresAt FROM worker_leadership ORDER BY slot').all() as FinalState['rows'],
+      db.prepare('SELECT slot, holder, expires_at AS expiresAt FROM worker_leadership ORDER BY slot').all() as LeaseRow[],
     standbys: async (slot) => {
       try {
         return db

@@ -37,7 +37,7 @@ const postgresUrl = /^postgres(ql)?:\/\//;
  * and `--table`), or the path of a SQLite file, which must exist: a misspelt path must not
  * create a new, empty database, where a candidate would elect itself beside the real one.
  */
-export async function openDatabase(parsed: ParsedArguments, { readonly }: { readonly: boolean }): Promise<CliDatabase> {
+export async function openCliDatabase(parsed: ParsedArguments, { readonly }: { readonly: boolean }): Promise<CliDatabase> {
   const [target] = parsed.positional;
   if (!target) throw new CliError(exitCode.usage, 'which database? Give the path of the SQLite file, or a postgres:// URL');
   const schema = parsed.options.get('schema');

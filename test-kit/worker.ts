@@ -60,7 +60,7 @@ export interface WorkerOptions {
   tickEvery?: number;
   /** How the SQLite file is opened. @default 'delete', better-sqlite3's defaults */
   journal?: JournalMode;
-  /** better-sqlite3's busy timeout. @default as `openDatabase` sets it for the journal mode */
+  /** better-sqlite3's busy timeout. @default as `openWorkerDatabase` sets it for the journal mode */
   busyTimeout?: number;
   /**
    * Ms added to this process's clock (`Date.now()`), as on a machine whose clock is off:
@@ -93,7 +93,7 @@ interface WorkerDatabase {
 }
 
 function sqliteWorkerDatabase(file: string, setup: DatabaseSetup): WorkerDatabase {
-  const db = openDatabase(file, { ...setup, setupSql: ledgerTable });
+  const db = openWorkerDatabase(file, { ...setup, setupSql: ledgerTable });
   const append = db.prepare('INSERT INTO chaos_ledger (slot, holder, term, seq, at, mono) VALUES (?, ?, ?, ?, ?, ?)');
   return {
     campaignIn: db,
@@ -168,7 +168,10 @@ export interface DatabaseSetup {
  * processes starting at once all set the journal mode and create tables, which needs the
  * lock for a moment each.
  */
-export function openDatabase(file: string, { journal = 'delete', busyTimeout, setupSql = '' }: DatabaseSetup = {}): Database.Database {
+export function openWorkerDatabase(
+  file: string,
+  { journal = 'delete', busyTimeout, setupSql = '' }: DatabaseSetup = {},
+): Database.Database {
   const db = new Database(file, { timeout: 10_000 });
   db.pragma(`journal_mode = ${journal}`);
   if (journal === 'wal') db.pragma('synchronous = NORMAL');
