@@ -6,7 +6,7 @@ import { PostgresServer, startPostgresServer } from '../test-kit/postgres-server
 import { SteppedClock } from '../test-kit/stepped-clock';
 import { sleep } from '../test-kit/worker-process';
 import { Pool } from 'pg';
-import { ChildWorker } from './support/child-worker';
+import { ChildWorker, explainFailure } from './support/child-worker';
 import { SpawnedScript } from './support/spawned-script';
 import { pauseOutsideWriteLock, workerProcesses } from './support/worker-processes';
 
@@ -221,13 +221,8 @@ describe('on PostgreSQL, a server whose clock steps', () => {
     await Promise.all(workers.map((worker) => worker.stop()));
   });
 
-  const explain = async (test: () => Promise<void>) => {
-    try {
-      await test();
-    } catch (error) {
-      throw new Error(`${(error as Error).message}\n\n${workers.map((w) => w.describe()).join('\n')}`, { cause: error });
-    }
-  };
+  // Print what every worker said when a test fails, so that a failure can be read.
+  const explain = (test: () => Promise<void>) => explainFailure(() => workers, test);
   const startCandidates = async () => {
     workers = [0, 1, 2].map(() => new ChildWorker('candidate', { postgres: { url: server.url, schema }, ...timing, ledgerEvery: 100 }));
     const leader = await eventually('a leader', () => workers.find((w) => w.leads));

@@ -3,7 +3,7 @@ import { postgresLedgerTable } from '../test-kit/chaos-database';
 import { eventually } from '../test-kit/eventually';
 import type { WorkerRecord } from '../test-kit/history';
 import type { WorkerOptions } from '../test-kit/worker';
-import { ChildWorker } from './support/child-worker';
+import { ChildWorker, explainFailure } from './support/child-worker';
 import { networkNamespace, NetworkNamespace } from '../test-kit/network-namespace';
 import { testDatabaseUrl, testSchema, TestSchema } from './support/postgres-database';
 import { startTcpProxy, TcpProxy } from './support/tcp-proxy';
@@ -45,13 +45,7 @@ describe('observeLeadership on PostgreSQL across processes', () => {
     (await pool.query(`SELECT holder, term, expires_at FROM "${schema}".worker_leadership WHERE slot = 0`)).rows[0];
 
   // Print what every worker said when a test fails, so that a failure can be read.
-  const explain = async (test: () => Promise<void>) => {
-    try {
-      await test();
-    } catch (error) {
-      throw new Error(`${(error as Error).message}\n\n${workers.map((w) => w.describe()).join('\n')}`, { cause: error });
-    }
-  };
+  const explain = (test: () => Promise<void>) => explainFailure(() => workers, test);
 
   /** Ledger rows in commit order never go back in term, and each names a tenure that was elected. */
   const expectLedgerInTermOrder = async () => {

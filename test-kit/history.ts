@@ -11,7 +11,7 @@ export interface WorkerRecord {
   /** The host's CLOCK_MONOTONIC in ms when it reported, which no step of the wall clock moves. */
   mono?: number;
   pid: number;
-  /** The logical worker (w1, w2, ..., seed): restarts keep the name, not the pid. */
+  /** The logical worker (w1, w2, ..., original): restarts keep the name, not the pid. */
   worker?: string;
   type: string;
   slot?: number;

@@ -59,7 +59,7 @@ describe('npm run bench -- --smoke', () => {
         'delete candidate 4 false',
         'delete candidate 4 true',
         'delete candidate 6 false',
-        'delete seed 4 false',
+        'delete original 4 false',
         'wal candidate 4 false',
         'wal candidate 4 true',
         'wal candidate 6 false',

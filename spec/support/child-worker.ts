@@ -57,3 +57,17 @@ export function isStopped(pid: number): boolean {
     return false;
   }
 }
+
+/** Runs `test`; if it fails, the error carries what every one of `workers` said, so that a failure can be read. */
+export async function explainFailure(workers: () => readonly ChildWorker[], test: () => Promise<void>): Promise<void> {
+  try {
+    await test();
+  } catch (error) {
+    throw new Error(
+      `${(error as Error).message}\n\n${workers()
+        .map((w) => w.describe())
+        .join('\n')}`,
+      { cause: error },
+    );
+  }
+}

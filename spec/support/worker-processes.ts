@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { beliefSegments, BeliefSegment } from '../../test-kit/history';
 import { eventually } from '../../test-kit/eventually';
 import type { JournalMode, WorkerOptions } from '../../test-kit/worker';
-import { ChildWorker, isStopped } from './child-worker';
+import { ChildWorker, explainFailure, isStopped } from './child-worker';
 import { temporaryDatabase, TemporaryDatabase } from './temporary-database';
 
 /** Worker processes on one fresh database file per test, stopped after it. */
@@ -52,13 +52,7 @@ export function workerProcesses(journal: JournalMode): WorkerProcesses {
     },
     leaderAmong: (candidates) => eventually('a leader', () => candidates.find((w) => w.leads)),
     history: (clock = 'wall') => workers.flatMap((w) => beliefSegments(w.records, clock)),
-    explain: async (test) => {
-      try {
-        await test();
-      } catch (error) {
-        throw new Error(`${(error as Error).message}\n\n${workers.map((w) => w.describe()).join('\n')}`, { cause: error });
-      }
-    },
+    explain: (test) => explainFailure(() => workers, test),
   };
 }
 

@@ -1,12 +1,10 @@
-import { ChildProcess, spawn } from 'node:child_process';
-import { constants } from 'node:os';
-import { join } from 'node:path';
 import { Observable, Subscription } from 'rxjs';
 import { MAX_DELAY } from '../core/argument-check';
-import { ElectedEvent } from '../core/leadership-event';
+import { ElectedEvent, LeadershipEvent } from '../core/leadership-event';
 import { observeLeadership } from '../surface/observe-leadership';
 import { CliError, exitCode, integerOption, parseArguments } from './cli-arguments';
-import { openCliDatabase } from './cli-database';
+import { CliDatabase, openCliDatabase } from './cli-database';
+import { SupervisedCommand } from './supervised-command';
 
 /**
  * `run <db> [--slot N] [--renew-every MS] [--expires-after MS] [--retry-every MS]
@@ -21,111 +19,97 @@ import { openCliDatabase } from './cli-database';
  * command with it before any follower can take over.
  */
 export async function runCommand(argv: readonly string[], log: (line: string) => void, stop: Observable<unknown>): Promise<number> {
+  const options = readRunOptions(argv);
+  const { db, events } = await campaignOn(options);
+  const command = new SupervisedCommand(options.command, options.commandArguments, options.grace, log);
+  log(`campaigning for slot ${options.slot} of ${db.name}`);
+  return superviseWhileLeading(events, command, db, log, stop);
+}
+
+/** What `run` was asked, checked: the command and its arguments, the slot, the grace period, the timing. */
+function readRunOptions(argv: readonly string[]) {
   const parsed = parseArguments(argv, ['slot', 'renew-every', 'expires-after', 'retry-every', 'grace', 'schema', 'table'], []);
   const [command, ...commandArguments] = parsed.rest;
   if (command === undefined) throw new CliError(exitCode.usage, 'which command? Give it after --, as in: run jobs.db -- ./nightly.sh');
-  const slot = integerOption(parsed, 'slot', 0, 0, Number.MAX_SAFE_INTEGER) as number;
-  const grace = integerOption(parsed, 'grace', 10_000, 0, MAX_DELAY) as number;
-  const config = {
-    slot,
+  const timing = {
     renewEvery: integerOption(parsed, 'renew-every', undefined, 1, MAX_DELAY),
     expiresAfter: integerOption(parsed, 'expires-after', undefined, 2, MAX_DELAY),
     retryEvery: integerOption(parsed, 'retry-every', undefined, 1, MAX_DELAY),
   };
+  return {
+    parsed,
+    command,
+    commandArguments,
+    slot: integerOption(parsed, 'slot', 0, 0, Number.MAX_SAFE_INTEGER) as number,
+    grace: integerOption(parsed, 'grace', 10_000, 0, MAX_DELAY) as number,
+    // Left out where not given: the library's defaults, and its checks of how they relate.
+    timing: Object.fromEntries(Object.entries(timing).filter(([, value]) => value !== undefined)),
+  };
+}
+
+/** Opens the database and makes the campaign; a config the library refuses is a usage error (renewEvery not below expiresAfter, say). */
+async function campaignOn({ parsed, slot, timing }: ReturnType<typeof readRunOptions>) {
   const db = await openCliDatabase(parsed, { readonly: false });
-  let events: ReturnType<typeof observeLeadership>;
   try {
-    events = observeLeadership(db.source, Object.fromEntries(Object.entries(config).filter(([, value]) => value !== undefined)));
+    return { db, events: observeLeadership(db.source, { slot, ...timing }) };
   } catch (error) {
     await db.close();
-    throw new CliError(exitCode.usage, (error as Error).message); // renewEvery not below expiresAfter, say
+    throw new CliError(exitCode.usage, (error as Error).message);
   }
+}
 
+/**
+ * Runs the command during each tenure: started at `elected` (once the command of an earlier
+ * tenure has exited), stopped at `lost`. Ends, with the exit code, when the command exits by
+ * itself while leading, when the campaign fails, or when `stop` emits: the command is stopped
+ * first, then the lease released, then the database closed.
+ */
+function superviseWhileLeading(
+  events: Observable<LeadershipEvent>,
+  command: SupervisedCommand,
+  db: CliDatabase,
+  log: (line: string) => void,
+  stop: Observable<unknown>,
+): Promise<number> {
+  const { name } = command;
   return new Promise((resolve) => {
-    let child: ChildProcess | undefined;
-    let childExited: Promise<number> = Promise.resolve(exitCode.ok);
     let leading: ElectedEvent | undefined;
     let finishing = false;
     let subscription: Subscription | undefined;
     let stopping: Subscription | undefined;
-
-    const start = (lease: ElectedEvent) => {
-      log(`elected, term ${lease.term}: starting ${[command, ...commandArguments].join(' ')}`);
-      const endpoint = db.endpointDescriptor(lease);
-      const started = spawn(process.execPath, [join(__dirname, 'command-guard.js'), command, ...commandArguments], {
-        stdio: ['inherit', 'inherit', 'inherit', 'pipe', endpoint ?? 'ignore'],
-        detached: true,
-        env: {
-          ...process.env,
-          OBSERVE_LEADERSHIP_SLOT: String(lease.slot),
-          OBSERVE_LEADERSHIP_HOLDER: lease.holder,
-          OBSERVE_LEADERSHIP_TERM: String(lease.term),
-        },
-      });
-      child = started;
-      childExited = new Promise<number>((exited) => {
-        started.once('error', (error) => {
-          log(`cannot run ${command}: ${error.message}`);
-          exited(127);
-        });
-        started.once('exit', (code, signal) => exited(code ?? 128 + (signal ? constants.signals[signal] : 0)));
-      }).then((code) => {
-        if (child === started) child = undefined;
-        // By itself, while leading: the work is done (or failed); so is this process.
-        if (!finishing && leading?.term === lease.term) {
-          log(`${command} exited with code ${code}: releasing`);
-          void finish(code);
-        }
-        return code;
-      });
-    };
-
-    const stopChild = async (): Promise<number> => {
-      const running = child;
-      if (running === undefined) return childExited;
-      child = undefined;
-      running.kill('SIGTERM'); // the guard passes it on
-      const killer = setTimeout(() => {
-        log(`${command} still runs ${grace} ms after SIGTERM: SIGKILL`);
-        running.stdio[3]?.destroy(); // the lifeline: the guard kills the command's group
-      }, grace);
-      const code = await childExited;
-      clearTimeout(killer);
-      return code;
-    };
 
     const finish = async (code?: number) => {
       if (finishing) return;
       finishing = true;
       await Promise.resolve(); // the subscriptions are assigned by then, even if this came from subscribe
       stopping?.unsubscribe();
-      const childCode = await stopChild();
+      const commandCode = await command.stop();
       subscription?.unsubscribe(); // releases the lease, if held
       await db.close(); // once the release is done
-      resolve(code ?? childCode);
+      resolve(code ?? commandCode);
     };
+    const start = (lease: ElectedEvent) =>
+      command.start(lease, db.endpointDescriptor(lease), (code) => {
+        // By itself, while leading: the work is done (or failed); so is this process.
+        if (finishing || leading?.term !== lease.term) return;
+        log(`${name} exited with code ${code}: releasing`);
+        void finish(code);
+      });
 
-    log(`campaigning for slot ${slot} of ${db.name}`);
     subscription = events.subscribe({
       next: (event) => {
-        switch (event.type) {
-          case 'elected':
-            leading = event;
-            // A command stopped after an earlier tenure may still be exiting: start after it.
-            void childExited.then(() => {
-              if (!finishing && leading === event) start(event);
-            });
-            break;
-          case 'lost':
-            leading = undefined;
-            log(`lost the lease (${event.reason}), term ${event.term}: stopping ${command}`);
-            void stopChild();
-            break;
-          case 'error':
-            log(`database error, still campaigning: ${event.error.message}`);
-            break;
-          default:
-            break;
+        if (event.type === 'elected') {
+          leading = event;
+          // A command stopped after an earlier tenure may still be exiting: start after it.
+          void command.whenExited().then(() => {
+            if (!finishing && leading === event) start(event);
+          });
+        } else if (event.type === 'lost') {
+          leading = undefined;
+          log(`lost the lease (${event.reason}), term ${event.term}: stopping ${name}`);
+          void command.stop();
+        } else if (event.type === 'error') {
+          log(`database error, still campaigning: ${event.error.message}`);
         }
       },
       error: (error: Error) => {
@@ -135,7 +119,7 @@ export async function runCommand(argv: readonly string[], log: (line: string) =>
       },
     });
     stopping = stop.subscribe(() => {
-      log(leading ? `stopping ${command}, then releasing` : 'stopping');
+      log(leading ? `stopping ${name}, then releasing` : 'stopping');
       void finish();
     });
   });
