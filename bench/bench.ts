@@ -247,8 +247,47 @@ function parseArguments(argv: string[]) {
 type StatementCosts = ReturnType<typeof statementCosts>;
 
 async function main(): Promise<void> {
-  const { smoke, out, journals, trials, runs } = parseArguments(process.argv.slice(2));
-  const folder = mkdtempSync(join(os.tmpdir(), 'observe-leadership-bench-'));
+  const options = parseArguments(process.argv.slice(2));
+  const run = prepareRun(options);
+  run.log(
+    `benchmark${options.smoke ? ' (smoke)' : ''}: ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node.js ${process.version}; journal modes ${options.journals.join(', ')}`,
+  );
+  const sqlite = await sqliteScenarios(run);
+  const postgres = options.runs('postgres') ? await postgresScenarios(run) : undefined;
+  const fleetResult = options.runs('fleet') ? await fleet(run.fleetSize, run.random, run.log) : undefined;
+  const results = {
+    date: new Date().toISOString(),
+    smoke: options.smoke,
+    machine: {
+      cores: os.cpus().length,
+      cpu: os.cpus()[0]?.model,
+      memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+      node: process.version,
+      os: `${os.type()} ${os.release()}`,
+    },
+    config: {
+      defaults,
+      shortLease,
+      crashTiming: run.crashTiming,
+      journals: options.journals,
+      appRowsPerSecond: run.appRowsPerSecond,
+      ...run.size,
+      fleet: run.fleetSize,
+    },
+    ...sqlite,
+    postgres,
+    fleet: fleetResult,
+  };
+  const { out } = options;
+  mkdirSync(out, { recursive: true });
+  writeFileSync(join(out, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(join(out, 'latency.svg'), renderChart(results.comparisons.filter((c) => !c.scenario.startsWith(' '))));
+  printResults(results, run.log);
+  run.log(`\nresults: ${join(out, 'results.json')}, chart: ${join(out, 'latency.svg')}`);
+}
+
+/** How big a run is: a full one, or the smoke run that only checks that every path works. */
+function sizesOf(smoke: boolean, trials: number | undefined) {
   const size = smoke
     ? {
         processes: 3,
@@ -285,13 +324,12 @@ async function main(): Promise<void> {
   const fleetSize: FleetSize = smoke
     ? { hosts: 2, perHost: 2, warmUp: 1, idleSeconds: 1, handoffs: 2, takeovers: 2 }
     : { hosts: 8, perHost: 8, warmUp: 30, idleSeconds: 120, handoffs: 40, takeovers: 20 };
-  const appRowsPerSecond = smoke ? 50 : 500;
-  const random = mulberry32(7);
-  const log = (line: string) => console.log(line);
-  const busyErrors: Record<string, number> = {};
-  const crashTiming = smoke ? shortLease : defaults;
-  const crashes: Partial<Record<JournalMode, { overlaps: number; stopped: StoppedLeaderTrial }>> = {};
+  return { size, fleetSize, appRowsPerSecond: smoke ? 50 : 500, crashTiming: smoke ? shortLease : defaults };
+}
 
+/** What every scenario of a run shares: its sizes, its folder, its random choices, its log, and the way to run a cluster. */
+function prepareRun({ smoke, journals, trials, runs }: ReturnType<typeof parseArguments>) {
+  const folder = mkdtempSync(join(os.tmpdir(), 'observe-leadership-bench-'));
   const withCluster = async <T>(
     kind: WorkerKind,
     timing: Timing,
@@ -308,121 +346,167 @@ async function main(): Promise<void> {
       await cluster.stop();
     }
   };
-  /** Ours in `journal`, and the original too in the first mode. */
-  const compare = async (scenario: string, journal: JournalMode, run: (kind: WorkerKind) => Promise<number[]>): Promise<Comparison> => {
-    const ours = distribution(await run('candidate'));
-    const original = journal === journals[0] ? distribution(await run('original')) : undefined;
-    return { scenario: `${scenario} [${journal}]`, unit: 'ms', ours, original };
+  return {
+    ...sizesOf(smoke, trials),
+    folder,
+    journals,
+    random: mulberry32(7),
+    log: (line: string) => console.log(line),
+    withCluster,
+    /** Ours in `journal`, and the original worker too in the first mode. */
+    compare: async (scenario: string, journal: JournalMode, run: (kind: WorkerKind) => Promise<number[]>): Promise<Comparison> => {
+      const ours = distribution(await run('candidate'));
+      const original = journal === journals[0] ? distribution(await run('original')) : undefined;
+      return { scenario: `${scenario} [${journal}]`, unit: 'ms', ours, original };
+    },
+    runs,
   };
+}
 
-  log(
-    `benchmark${smoke ? ' (smoke)' : ''}: ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node.js ${process.version}; journal modes ${journals.join(', ')}`,
-  );
-  const comparisons: Comparison[] = [];
-  const idle: Array<IdleRun & { journal: JournalMode; kind: WorkerKind }> = [];
-  const statements: Partial<Record<JournalMode, StatementCosts>> = {};
-  const locked: Partial<Record<JournalMode, LockedRun>> = {};
-  for (const journal of journals) {
-    if (runs('handoff')) {
-      comparisons.push(
-        await compare(`graceful handoff, ${size.processes} processes`, journal, (kind) =>
-          withCluster(kind, defaults, size.processes, journal, (cluster) => handoffs(cluster, size.trials, random)),
-        ),
-      );
-      log(`handoff done [${journal}]`);
-    }
-    if (runs('takeover')) {
-      // The default lease: what a crash costs a user who changed nothing.
-      const ours = await withCluster('candidate', crashTiming, size.processes, journal, (cluster) =>
-        takeovers(cluster, size.takeoverTrials, random, { watched: true, spread: 1_000 }).then((trials) => ({
-          ...trials,
-          overlaps: cluster.overlaps(),
-        })),
-      );
-      const original =
-        journal === journals[0]
-          ? await withCluster('original', crashTiming, size.processes, journal, (cluster) =>
-              takeovers(cluster, size.originalTakeoverTrials, random),
-            )
-          : undefined;
-      const scale = await withCluster('candidate', crashTiming, size.scaleProcesses, journal, (cluster) =>
-        takeovers(cluster, size.scaleTrials, random, { watched: true, spread: 1_000 }).then((trials) => ({
-          ...trials,
-          overlaps: cluster.overlaps(),
-        })),
-      );
-      const stopped = await withCluster('candidate', crashTiming, size.processes, journal, (cluster) =>
-        stoppedLeader(cluster, 2 * crashTiming.expiresAfter).then((trial) => ({ ...trial, overlaps: cluster.overlaps() })),
-      );
-      const lease = `expiresAfter ${crashTiming.expiresAfter} ms`;
-      // What nobody can shorten: the kill until the dead leader's sockets close.
-      const kernelShare = '  of which until the kernel closed the dead leader’s sockets';
-      comparisons.push(
-        {
-          scenario: `crash takeover (SIGKILL), ${lease}, ${size.processes} processes [${journal}]`,
-          unit: 'ms',
-          ours: distribution(ours.fromKill),
-          original: original && distribution(original.fromKill),
-        },
-        { scenario: kernelShare, unit: 'ms', ours: distribution(ours.kernelClose) },
-        {
-          scenario: `crash takeover (SIGKILL), ${lease}, ${size.scaleProcesses} processes [${journal}]`,
-          unit: 'ms',
-          ours: distribution(scale.fromKill),
-        },
-        { scenario: kernelShare, unit: 'ms', ours: distribution(scale.kernelClose) },
-      );
-      crashes[journal] = { overlaps: ours.overlaps + scale.overlaps + stopped.overlaps, stopped };
-      log(`takeover done [${journal}]`);
-    }
-    if (runs('scale')) {
-      comparisons.push(
-        await compare(`graceful handoff, ${size.scaleProcesses} processes`, journal, (kind) =>
-          withCluster(kind, defaults, size.scaleProcesses, journal, async (cluster) => {
-            const errorsBefore = cluster.errors();
-            const latencies = await handoffs(cluster, size.scaleTrials, random);
-            busyErrors[`${kind} [${journal}]`] = cluster.errors() - errorsBefore;
-            return latencies;
-          }),
-        ),
-      );
-      log(`scale done [${journal}]`);
-    }
-    if (runs('locked')) {
-      locked[journal] = await lockedRuns(
-        new Cluster('candidate', lockedTiming, folder, journal, undefined, [], { health: true }),
-        size.lockedTrials,
-        random,
-        size.calls / 10,
-      );
-      log(`locked done [${journal}]`);
-    }
-    if (runs('idle')) {
-      // The clusters of one mode at once, each on its own file: idle, they hardly disturb each
-      // other (the application writer aside, whose own CPU is not counted), and it saves
-      // minutes. Each is started by idleRun itself, so that its whole life is counted.
-      const clusters: Array<[WorkerKind, number, number]> = [
-        ['candidate', size.idleProcesses, 0],
-        ['candidate', size.idleProcesses, appRowsPerSecond],
-        ['candidate', size.idleScale, 0],
-        ...(journal === journals[0] ? ([['original', size.idleProcesses, 0]] as Array<[WorkerKind, number, number]>) : []),
-      ];
-      const runsOfMode = await Promise.all(
-        clusters.map(([kind, count, rows]) =>
-          idleRun(new Cluster(kind, defaults, folder, journal), count, size.idleWarmUp, size.idleSeconds, rows).then((run) => ({
-            ...run,
-            journal,
-            kind,
-          })),
-        ),
-      );
-      idle.push(...runsOfMode);
-      log(`idle done [${journal}]`);
-    }
-    if (runs('statements')) statements[journal] = statementCosts(folder, size.calls, journal);
+type BenchRun = ReturnType<typeof prepareRun>;
+
+/** What the SQLite scenarios found, in every journal mode. */
+interface SqliteResults {
+  comparisons: Comparison[];
+  crashes: Partial<Record<JournalMode, { overlaps: number; stopped: StoppedLeaderTrial }>>;
+  busyErrorsDuringScaleHandoffs: Record<string, number>;
+  idle: Array<IdleRun & { journal: JournalMode; kind: WorkerKind }>;
+  statements: Partial<Record<JournalMode, StatementCosts>>;
+  locked: Partial<Record<JournalMode, LockedRun>>;
+}
+
+/** Every SQLite scenario asked for, once per journal mode. */
+async function sqliteScenarios(run: BenchRun): Promise<SqliteResults> {
+  const results: SqliteResults = { comparisons: [], crashes: {}, busyErrorsDuringScaleHandoffs: {}, idle: [], statements: {}, locked: {} };
+  for (const journal of run.journals) {
+    if (run.runs('handoff')) await handoffScenario(run, journal, results);
+    if (run.runs('takeover')) await takeoverScenario(run, journal, results);
+    if (run.runs('scale')) await scaleScenario(run, journal, results);
+    if (run.runs('locked')) await lockedScenario(run, journal, results);
+    if (run.runs('idle')) await idleScenario(run, journal, results);
+    if (run.runs('statements')) results.statements[journal] = statementCosts(run.folder, run.size.calls, journal);
   }
+  return results;
+}
 
-  // The same trials on PostgreSQL, each cluster in a fresh schema of one server.
+/** Graceful handoffs among a few processes. */
+async function handoffScenario(
+  { compare, withCluster, size, random, log }: BenchRun,
+  journal: JournalMode,
+  { comparisons }: SqliteResults,
+) {
+  comparisons.push(
+    await compare(`graceful handoff, ${size.processes} processes`, journal, (kind) =>
+      withCluster(kind, defaults, size.processes, journal, (cluster) => handoffs(cluster, size.trials, random)),
+    ),
+  );
+  log(`handoff done [${journal}]`);
+}
+
+/** Crash takeovers (SIGKILL) among a few processes and many, and a leader stopped (SIGSTOP) past its lease. */
+async function takeoverScenario(
+  { withCluster, crashTiming, size, random, log, journals }: BenchRun,
+  journal: JournalMode,
+  { comparisons, crashes }: SqliteResults,
+) {
+  // The default lease: what a crash costs a user who changed nothing.
+  const ours = await withCluster('candidate', crashTiming, size.processes, journal, (cluster) =>
+    takeovers(cluster, size.takeoverTrials, random, { watched: true, spread: 1_000 }).then((trials) => ({
+      ...trials,
+      overlaps: cluster.overlaps(),
+    })),
+  );
+  const original =
+    journal === journals[0]
+      ? await withCluster('original', crashTiming, size.processes, journal, (cluster) =>
+          takeovers(cluster, size.originalTakeoverTrials, random),
+        )
+      : undefined;
+  const scale = await withCluster('candidate', crashTiming, size.scaleProcesses, journal, (cluster) =>
+    takeovers(cluster, size.scaleTrials, random, { watched: true, spread: 1_000 }).then((trials) => ({
+      ...trials,
+      overlaps: cluster.overlaps(),
+    })),
+  );
+  const stopped = await withCluster('candidate', crashTiming, size.processes, journal, (cluster) =>
+    stoppedLeader(cluster, 2 * crashTiming.expiresAfter).then((trial) => ({ ...trial, overlaps: cluster.overlaps() })),
+  );
+  const lease = `expiresAfter ${crashTiming.expiresAfter} ms`;
+  // What nobody can shorten: the kill until the dead leader's sockets close.
+  const kernelShare = '  of which until the kernel closed the dead leader’s sockets';
+  comparisons.push(
+    {
+      scenario: `crash takeover (SIGKILL), ${lease}, ${size.processes} processes [${journal}]`,
+      unit: 'ms',
+      ours: distribution(ours.fromKill),
+      original: original && distribution(original.fromKill),
+    },
+    { scenario: kernelShare, unit: 'ms', ours: distribution(ours.kernelClose) },
+    {
+      scenario: `crash takeover (SIGKILL), ${lease}, ${size.scaleProcesses} processes [${journal}]`,
+      unit: 'ms',
+      ours: distribution(scale.fromKill),
+    },
+    { scenario: kernelShare, unit: 'ms', ours: distribution(scale.kernelClose) },
+  );
+  crashes[journal] = { overlaps: ours.overlaps + scale.overlaps + stopped.overlaps, stopped };
+  log(`takeover done [${journal}]`);
+}
+
+/** Graceful handoffs among many processes, with the error events they cost. */
+async function scaleScenario({ compare, withCluster, size, random, log }: BenchRun, journal: JournalMode, results: SqliteResults) {
+  const busyErrors = results.busyErrorsDuringScaleHandoffs;
+  const { comparisons } = results;
+  comparisons.push(
+    await compare(`graceful handoff, ${size.scaleProcesses} processes`, journal, (kind) =>
+      withCluster(kind, defaults, size.scaleProcesses, journal, async (cluster) => {
+        const errorsBefore = cluster.errors();
+        const latencies = await handoffs(cluster, size.scaleTrials, random);
+        busyErrors[`${kind} [${journal}]`] = cluster.errors() - errorsBefore;
+        return latencies;
+      }),
+    ),
+  );
+  log(`scale done [${journal}]`);
+}
+
+/** The file locked by another connection: what the leader, its followers and their health checks see. */
+async function lockedScenario({ folder, size, random, log }: BenchRun, journal: JournalMode, { locked }: SqliteResults) {
+  locked[journal] = await lockedRuns(
+    new Cluster('candidate', lockedTiming, folder, journal, undefined, [], { health: true }),
+    size.lockedTrials,
+    random,
+    size.calls / 10,
+  );
+  log(`locked done [${journal}]`);
+}
+
+/** What idle clusters cost, with and without an application writing beside them. */
+async function idleScenario({ folder, size, appRowsPerSecond, journals, log }: BenchRun, journal: JournalMode, { idle }: SqliteResults) {
+  // The clusters of one mode at once, each on its own file: idle, they hardly disturb each
+  // other (the application writer aside, whose own CPU is not counted), and it saves
+  // minutes. Each is started by idleRun itself, so that its whole life is counted.
+  const clusters: Array<[WorkerKind, number, number]> = [
+    ['candidate', size.idleProcesses, 0],
+    ['candidate', size.idleProcesses, appRowsPerSecond],
+    ['candidate', size.idleScale, 0],
+    ...(journal === journals[0] ? ([['original', size.idleProcesses, 0]] as Array<[WorkerKind, number, number]>) : []),
+  ];
+  const runsOfMode = await Promise.all(
+    clusters.map(([kind, count, rows]) =>
+      idleRun(new Cluster(kind, defaults, folder, journal), count, size.idleWarmUp, size.idleSeconds, rows).then((run) => ({
+        ...run,
+        journal,
+        kind,
+      })),
+    ),
+  );
+  idle.push(...runsOfMode);
+  log(`idle done [${journal}]`);
+}
+
+/** The same trials on PostgreSQL, each cluster in a fresh schema of one server, and through PgBouncer in both modes. */
+async function postgresScenarios({ withCluster, size, random, log }: BenchRun) {
   let postgres:
     | {
         server: string;
@@ -433,71 +517,56 @@ async function main(): Promise<void> {
         pgbouncer: Record<PoolMode, Distribution>;
       }
     | undefined;
-  if (runs('postgres')) {
-    const server: PostgresServer = await startPostgresServer();
-    const pgbouncer = await startPgBouncer(server.url);
-    try {
-      const target = (name: string): PostgresTarget => ({ url: server.url, schema: `bench_${name}_${Date.now()}` });
-      const onPostgres = <T>(timing: Timing, body: (cluster: Cluster) => Promise<T>, name: string) =>
-        withCluster('candidate', timing, size.processes, 'delete', body, target(name));
-      const handoff = await onPostgres(defaults, (cluster) => handoffs(cluster, size.trials, random), 'handoff');
-      const takeover = await onPostgres(shortLease, (cluster) => takeovers(cluster, size.takeoverTrials, random), 'takeover');
-      // What judging leases by watching them costs: a fresh candidate facing a dead leader's row.
-      const coldStart = await withCluster(
-        'candidate',
-        shortLease,
-        1,
-        'delete',
-        (cluster) => coldStarts(cluster, size.coldStarts),
-        target('cold'),
+  const server: PostgresServer = await startPostgresServer();
+  const pgbouncer = await startPgBouncer(server.url);
+  try {
+    const target = (name: string): PostgresTarget => ({ url: server.url, schema: `bench_${name}_${Date.now()}` });
+    const onPostgres = <T>(timing: Timing, body: (cluster: Cluster) => Promise<T>, name: string) =>
+      withCluster('candidate', timing, size.processes, 'delete', body, target(name));
+    const handoff = await onPostgres(defaults, (cluster) => handoffs(cluster, size.trials, random), 'handoff');
+    const takeover = await onPostgres(shortLease, (cluster) => takeovers(cluster, size.takeoverTrials, random), 'takeover');
+    // What judging leases by watching them costs: a fresh candidate facing a dead leader's row.
+    const coldStart = await withCluster(
+      'candidate',
+      shortLease,
+      1,
+      'delete',
+      (cluster) => coldStarts(cluster, size.coldStarts),
+      target('cold'),
+    );
+    const throughPgBouncer = async (mode: PoolMode) =>
+      distribution(
+        await withCluster('candidate', defaults, size.processes, 'delete', (cluster) => handoffs(cluster, size.trials, random), {
+          url: pgbouncer.url(mode),
+          schema: `bench_pgbouncer_${mode}_${Date.now()}`,
+        }),
       );
-      const throughPgBouncer = async (mode: PoolMode) =>
-        distribution(
-          await withCluster('candidate', defaults, size.processes, 'delete', (cluster) => handoffs(cluster, size.trials, random), {
-            url: pgbouncer.url(mode),
-            schema: `bench_pgbouncer_${mode}_${Date.now()}`,
-          }),
-        );
-      postgres = {
-        server: await serverVersion(server.url),
-        handoff: distribution(handoff),
-        takeover: distribution(takeover.fromKill),
-        takeoverPastExpiry: distribution(takeover.pastExpiry),
-        coldStart: distribution(coldStart.fromStart),
-        pgbouncer: { transaction: await throughPgBouncer('transaction'), session: await throughPgBouncer('session') },
-      };
-    } finally {
-      pgbouncer.stop();
-      server.stop();
-    }
-    log(`postgres done`);
+    postgres = {
+      server: await serverVersion(server.url),
+      handoff: distribution(handoff),
+      takeover: distribution(takeover.fromKill),
+      takeoverPastExpiry: distribution(takeover.pastExpiry),
+      coldStart: distribution(coldStart.fromStart),
+      pgbouncer: { transaction: await throughPgBouncer('transaction'), session: await throughPgBouncer('session') },
+    };
+  } finally {
+    pgbouncer.stop();
+    server.stop();
   }
-  const fleetResult = runs('fleet') ? await fleet(fleetSize, random, log) : undefined;
+  log(`postgres done`);
+  return postgres;
+}
 
-  const results = {
-    date: new Date().toISOString(),
-    smoke,
-    machine: {
-      cores: os.cpus().length,
-      cpu: os.cpus()[0]?.model,
-      memoryGiB: Math.round(os.totalmem() / 2 ** 30),
-      node: process.version,
-      os: `${os.type()} ${os.release()}`,
-    },
-    config: { defaults, shortLease, crashTiming, journals, appRowsPerSecond, ...size, fleet: fleetSize },
-    comparisons,
-    crashes,
-    busyErrorsDuringScaleHandoffs: busyErrors,
-    idle,
-    statements,
-    locked,
-    postgres,
-    fleet: fleetResult,
-  };
-  mkdirSync(out, { recursive: true });
-  writeFileSync(join(out, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
-  writeFileSync(join(out, 'latency.svg'), renderChart(comparisons.filter((c) => !c.scenario.startsWith(' '))));
+type BenchResults = SqliteResults & {
+  config: { scaleProcesses: number; processes: number };
+  postgres: Awaited<ReturnType<typeof postgresScenarios>> | undefined;
+  fleet: Awaited<ReturnType<typeof fleet>> | undefined;
+};
 
+/** Prints the run's tables: failover and costs beside the original worker's, then what idle clusters cost. */
+function printResults(results: BenchResults, log: (line: string) => void): void {
+  const { comparisons, postgres, fleet: fleetResult, statements, crashes, locked, idle, config: size } = results;
+  const busyErrors = results.busyErrorsDuringScaleHandoffs;
   const format = (value: number) => (value >= 100 ? value.toFixed(0) : value >= 1 ? value.toFixed(1) : value.toFixed(3));
   const both = (d: Distribution | undefined) =>
     d ? `${format(d.p50)} / ${format(d.p99)} / ${format(d.p999)} / ${format(d.worst)} ms` : '';
@@ -632,7 +701,6 @@ async function main(): Promise<void> {
       log,
     );
   }
-  log(`\nresults: ${join(out, 'results.json')}, chart: ${join(out, 'latency.svg')}`);
 }
 
 function printTable(rows: string[][], log: (line: string) => void): void {

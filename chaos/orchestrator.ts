@@ -2,11 +2,14 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChaosDatabase, LeaseRow, postgresChaosDatabase, PostgresTarget, sqliteChaosDatabase } from '../test-kit/chaos-database';
-import { planFaults, PlannedFault } from './fault-plan';
-import { FaultRecord, LedgerRow, uncommittedSeq, WorkerRecord } from '../test-kit/history';
+import { planFaults } from './fault-plan';
+import { FaultInjector } from './fault-injection';
+import { began } from './moments';
+import { ChaosHost, RunWorkers, Timing } from './run-workers';
+import { FaultRecord, LedgerRow, WorkerRecord } from '../test-kit/history';
 import { SteppedClock } from '../test-kit/stepped-clock';
-import { JournalMode, monotonicNow, WorkerOptions } from '../test-kit/worker';
-import { sleep, stopWorkers, WorkerKind, WorkerProcess } from '../test-kit/worker-process';
+import { JournalMode, WorkerOptions } from '../test-kit/worker';
+import { sleep, stopWorkers } from '../test-kit/worker-process';
 
 export interface ChaosOptions {
   /** Candidate processes of ours. */
@@ -47,19 +50,7 @@ export interface ChaosParts {
   readonly clock?: SteppedClock;
 }
 
-/** A host of a PostgreSQL run: how to run a program there, the server's URL from there, and its link. */
-export interface ChaosHost {
-  readonly launcher: string[];
-  readonly url: string;
-  cut(): void;
-  heal(): void;
-}
-
-export interface Timing {
-  renewEvery: number;
-  expiresAfter: number;
-  retryEvery: number;
-}
+export type { ChaosHost, Timing };
 
 /** The state of every slot at the end, after faults stopped and leases had time to settle. */
 export interface FinalState {
@@ -81,26 +72,6 @@ export interface ChaosHistory {
   faults: FaultRecord[];
   ledger: LedgerRow[];
   final: FinalState;
-}
-
-/** A moment on both clocks: the wall clock's Unix ms, and the host's monotonic ms. */
-interface Moment {
-  readonly at: number;
-  readonly mono: number;
-}
-
-function moment(): Moment {
-  return { at: Date.now(), mono: monotonicNow() };
-}
-
-/** When a fault began (`at`, `mono`), now or at `when`. */
-function began(when: Moment = moment()): Pick<FaultRecord, 'at' | 'mono'> {
-  return { at: when.at, mono: when.mono };
-}
-
-/** When a fault's effect ended (`until`, `untilMono`), now or at `when`. */
-function ended(when: Moment = moment()): Pick<FaultRecord, 'until' | 'untilMono'> {
-  return { until: when.at, untilMono: when.mono };
 }
 
 export function timingFor(lease: number): Timing {
@@ -131,200 +102,12 @@ export async function runChaos(
     ledgerEvery: Math.max(10, Math.round(options.lease / 10)),
   };
 
-  const records: WorkerRecord[] = [];
-  const faults: FaultRecord[] = [];
-  const workers: WorkerProcess[] = [];
-  const pending = new Set<Promise<unknown>>();
-  const track = (promise: Promise<unknown>) => {
-    pending.add(promise);
-    void promise.finally(() => pending.delete(promise));
-  };
   const hosts = options.hosts ?? [];
-  /** The host of worker `w<i>`: the same across its restarts. */
-  const hostOf = (name: string) => hosts[(Number(name.slice(1)) - 1) % hosts.length] as ChaosHost | undefined;
-  const start = (name: string, kind: WorkerKind) => {
-    const host = hostOf(name);
-    const url = host?.url ?? options.workerUrl;
-    const worker = new WorkerProcess(
-      name,
-      kind,
-      url && postgres ? { ...workerOptions, postgres: { ...postgres, url } } : workerOptions,
-      (record) => records.push({ ...record, worker: name }),
-      (text) => log(`stderr ${text.trimEnd()}`),
-      // On SQLite, every process of the host sees the steps; on PostgreSQL, the server does.
-      [...(clock && !postgres ? clock.launcher : []), ...(host?.launcher ?? [])],
-    );
-    workers.push(worker);
-    return worker;
-  };
-  const live = () => workers.filter((w) => w.alive);
-  const leaderOf = (slot: number) => live().find((w) => w.leading.has(slot) && !w.paused);
-  let stopping = false;
-  let lockHeld = false;
-  /** Resolves when `worker` is campaigning (or gone): a loaded machine may take seconds to start a process. */
-  const campaigning = async (worker: WorkerProcess) => {
-    for (const end = Date.now() + 60_000; worker.alive && Date.now() < end; await sleep(10)) {
-      if (worker.records.some((r) => r.type === 'subscribed')) break;
-    }
-    return moment();
-  };
-  /** Restarts `worker` once it exited, and resolves when the new process campaigns, so that the quiet end waits for it. */
-  const restartLater = (worker: WorkerProcess): Promise<Moment | undefined> => {
-    const restarted = worker.exited
-      .then(() => sleep(timing.retryEvery))
-      .then(() => (stopping ? undefined : campaigning(start(worker.name, worker.kind))));
-    track(restarted);
-    return restarted;
-  };
-
-  for (let i = 1; i <= options.processes; i++) start(`w${i}`, 'candidate');
-  if (options.originalWorker && !postgres) start('original', 'original');
+  const workers = new RunWorkers({ workerOptions, timing, hosts, workerUrl: options.workerUrl, clock }, log);
+  const injector = new FaultInjector(workers, db, timing, clock);
+  for (let i = 1; i <= options.processes; i++) workers.start(`w${i}`, 'candidate');
+  if (options.originalWorker && !postgres) workers.start('original', 'original');
   const startedAt = Date.now();
-
-  const inject = (planned: PlannedFault): void => {
-    const { kind, slot, duration } = planned;
-    const leader = leaderOf(slot);
-    const fault: FaultRecord = { kind, slot, ...began(), pid: leader?.pid, holder: leader?.leading.get(slot) };
-    faults.push(fault);
-    const skip = (why: string) => {
-      fault.skipped = why;
-      delete fault.pid;
-      delete fault.holder;
-    };
-    switch (kind) {
-      case 'kill':
-      case 'stop':
-        if (!leader) return skip('no leader');
-        leader.signal(kind === 'kill' ? 'SIGKILL' : 'SIGTERM');
-        return void restartLater(leader);
-      case 'kill-in-fenced':
-        // Killed while it holds the write lock, with a ledger row written and not committed.
-        if (!leader || leader.kind !== 'candidate') return skip(leader ? 'the leader runs the original statements' : 'no leader');
-        leader.send(`fenced-hang ${slot}`);
-        return track(
-          hangOf(leader, slot, fault.mono as number).then((hung) => {
-            if (!hung) {
-              // A command read late (the process was blocked meanwhile) may still hang it: it would
-              // hold the write lock for good, so it is killed then, as the fault meant.
-              track(
-                hangOf(leader, slot, fault.mono as number, 30_000).then((late) => {
-                  if (!late) return;
-                  leader.signal('SIGKILL');
-                  return restartLater(leader);
-                }),
-              );
-              return skip('the fenced transaction did not start (the lease was lost meanwhile)');
-            }
-            Object.assign(fault, began());
-            leader.signal('SIGKILL');
-            restartLater(leader);
-          }),
-        );
-      case 'kill-with-standbys':
-        // Nobody is left to see the leader's end at once: the others wait for the lease.
-        if (!leader) return skip('no leader');
-        return track(
-          db.standbys(slot).then((holders) => {
-            if (holders === undefined) return skip('this store keeps no standby places');
-            const standbys = live().filter((w) => w !== leader && holders.includes(w.holder ?? ''));
-            Object.assign(fault, began());
-            for (const victim of [leader, ...standbys]) victim.signal('SIGKILL');
-            const restarted = [leader, ...standbys].map(restartLater);
-            // Nobody left to take the slot: it waits for a victim to campaign again too.
-            if (live().every((w) => w.kind !== 'candidate' || [leader, ...standbys].includes(w))) {
-              return Promise.race(restarted).then((at) => void (at && Object.assign(fault, ended(at))));
-            }
-          }),
-        );
-      case 'pause':
-        if (!leader) return skip('no leader');
-        leader.paused = true;
-        leader.signal('SIGSTOP');
-        return track(
-          sleep(duration).then(() => {
-            Object.assign(fault, ended()); // before SIGCONT: the process may report within the millisecond
-            leader.signal('SIGCONT');
-            leader.paused = false;
-          }),
-        );
-      case 'resubscribe':
-        if (!leader || leader.kind !== 'candidate') return skip(leader ? 'the leader runs the original statements' : 'no leader');
-        leader.send('unsubscribe');
-        return track(sleep(timing.retryEvery).then(() => leader.send('subscribe')));
-      case 'lock':
-        if (lockHeld) return skip('a lock is already held');
-        lockHeld = true;
-        return track(
-          db.holdLock().then(async (held) => {
-            if (!held) {
-              lockHeld = false;
-              return skip('could not take the lock');
-            }
-            await sleep(duration);
-            await db.releaseLock();
-            lockHeld = false;
-            Object.assign(fault, ended());
-          }),
-        );
-      case 'cut-host': {
-        // Everything on the leader's host loses the server without a word, for longer than a
-        // lease: the leader must step down by its own deadline, the others take over.
-        const host = leader && hostOf(leader.name);
-        if (!leader || !host) return skip(leader ? 'the leader runs on no host of its own' : 'no leader');
-        host.cut();
-        return track(
-          sleep(duration).then(() => {
-            host.heal();
-            Object.assign(fault, ended());
-          }),
-        );
-      }
-      case 'clock-step': {
-        // Every process on the clock sees it at once, leader and followers alike.
-        const step = planned.step as number;
-        fault.step = step;
-        if (duration === 0) return (clock as SteppedClock).step(step);
-        let forward = true;
-        const strobe = setInterval(() => {
-          (clock as SteppedClock).step(forward ? step : -step);
-          forward = !forward;
-        }, 150);
-        return track(
-          sleep(duration).then(() => {
-            clearInterval(strobe);
-            if (!forward) (clock as SteppedClock).step(-step); // back where it was
-            Object.assign(fault, ended());
-          }),
-        );
-      }
-      case 'burst': {
-        const followers = live().filter((w) => w.leading.size === 0 && !w.paused);
-        const victims = followers.filter((_, i) => i % 2 === Math.floor(planned.pick * 2));
-        if (victims.length === 0) return skip('no follower');
-        fault.pid = victims[0].pid;
-        delete fault.holder;
-        for (const victim of victims) {
-          victim.signal('SIGKILL');
-          track(victim.exited.then(() => stopping || start(victim.name, victim.kind)));
-        }
-        return;
-      }
-    }
-  };
-
-  /** Whether `worker` reported that it blocked inside a fenced transaction on `slot`, within a lease (or `within` ms). */
-  const hangOf = async (worker: WorkerProcess, slot: number, since: number, within = timing.expiresAfter): Promise<boolean> => {
-    const deadline = Date.now() + within;
-    // On the monotonic clock: a worker's wall clock may have been stepped.
-    const reported = (type: string) =>
-      worker.records.some((r) => r.type === type && r.slot === slot && r.seq === uncommittedSeq && (r.mono as number) >= since);
-    while (Date.now() < deadline && worker.alive) {
-      if (reported('fenced-hang')) return true;
-      if (reported('fenced-rejected')) return false;
-      await sleep(5);
-    }
-    return false;
-  };
 
   const plan = planFaults({
     seed: options.seed,
@@ -334,30 +117,30 @@ export async function runChaos(
     hosts: hosts.length > 1,
     clockSteps: options.clockSteps,
   });
-  const timers = plan.map((planned) => setTimeout(() => inject(planned), planned.at));
+  const timers = plan.map((planned) => setTimeout(() => injector.inject(planned), planned.at));
   const where = postgres
     ? `schema ${postgres.schema} of ${postgres.url}${hosts.length ? ` from ${hosts.length} hosts` : ''}${options.through ? ` through ${options.through}` : ''}`
     : `${file} (journal_mode ${journal})`;
-  log(`${workers.length} workers on ${where}; ${plan.length} faults planned over ${Math.round(options.duration / 1000)} s`);
+  log(`${workers.all.length} workers on ${where}; ${plan.length} faults planned over ${Math.round(options.duration / 1000)} s`);
   await sleep(options.duration);
   timers.forEach(clearTimeout);
 
   // Quiet: let every lasting fault end and the slots settle, then look at the final state,
   // with the wall clock back on time for the rows that the quiet end writes.
-  await Promise.all([...pending]);
+  await workers.settled();
   clock?.reset();
   await sleep(timing.expiresAfter + 4 * timing.retryEvery + 500);
-  stopping = true;
+  workers.stopping = true;
   const final: FinalState = {
     ...began(),
     rows: await db.leaseRows(),
-    liveHolders: live().flatMap((w) => [...w.holders].map(([slot, holder]) => ({ slot, holder }))),
+    liveHolders: workers.live().flatMap((w) => [...w.holders].map(([slot, holder]) => ({ slot, holder }))),
   };
 
-  await stopWorkers(workers);
-  await Promise.all([...pending]);
+  await stopWorkers(workers.all);
+  await workers.settled();
 
   const ledger: LedgerRow[] = await db.ledger();
   await db.close();
-  return { options, timing, startedAt, endedAt: Date.now(), records, faults, ledger, final };
+  return { options, timing, startedAt, endedAt: Date.now(), records: workers.records, faults: injector.faults, ledger, final };
 }
