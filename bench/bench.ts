@@ -33,7 +33,7 @@ import { PostgresServer, startPostgresServer } from '../test-kit/postgres-server
 import { JournalMode, journalModes, openWorkerDatabase } from '../test-kit/worker';
 import { ChildProcess, spawn } from 'node:child_process';
 import { sleep, WorkerKind, WorkerProcess } from '../test-kit/worker-process';
-import { sqliteLeaseStore } from './library-internals';
+import { sqliteLeaseStore } from '../test-kit/library-internals';
 import { Pool } from 'pg';
 import { renderChart } from './chart';
 import { fleet, FleetSize } from './fleet';

@@ -9,7 +9,7 @@ import { eventually } from '../test-kit/eventually';
 import { healthAnswersFor, healthPort, loopDelay } from '../test-kit/worker-probes';
 import { sleep } from '../test-kit/worker-process';
 import { performance } from 'node:perf_hooks';
-import { monotonicScheduler, readClocks, sqliteLeaseStore } from './library-internals';
+import { monotonicScheduler, readClocks, sqliteLeaseStore } from '../test-kit/library-internals';
 import { Cluster, Distribution, distribution, Timing } from './cluster';
 
 /** A lease short enough for the leader to lose it while the file is locked. */

@@ -49,11 +49,11 @@ describe('observeLeadership config', () => {
     );
   });
 
-  it('refuses a config that is not an object, and a db that is neither a better-sqlite3 Database nor a lease store', () => {
+  it('refuses a config that is not an object, and a db that is neither a SQLite database nor a lease store', () => {
     expect(attempt(null)).toThrow(new TypeError('Expected `config` to be an object, got `null` (null)'));
     expect(() => observeLeadership({} as never)).toThrow(
       new TypeError(
-        'Expected `db` to be a better-sqlite3 Database or a lease store (clock, look, acquire, renew, release), got `Object` (object)',
+        'Expected `db` to be a SQLite database (better-sqlite3, node:sqlite or bun:sqlite) or a lease store (clock, look, acquire, renew, release), got `Object` (object)',
       ),
     );
   });
@@ -70,9 +70,7 @@ describe('observeLeadership config', () => {
     expect(() => observeLeadership(store)).not.toThrow();
     expect(() => observeLeader({ clock: 'server', look: operation })).not.toThrow();
     expect(() => fenced(store as never, { slot: 0, holder: 'a', term: 1 }, async () => undefined)).toThrow(
-      new TypeError(
-        'Expected `db` to be a better-sqlite3 Database or a lease store that can fence, got a store without the fencing capability',
-      ),
+      new TypeError('Expected `db` to be a SQLite database or a lease store that can fence, got a store without the fencing capability'),
     );
   });
 

@@ -65,7 +65,9 @@ describe('observeLeader', () => {
     expect(() => observeLeader(db, { poll: 5 } as never)).toThrow(
       'Expected `config` to be an object with only slot, pollEvery, scheduler, instrument, got `"poll"` (string)',
     );
-    expect(() => observeLeader({} as never)).toThrow('Expected `db` to be a better-sqlite3 Database');
+    expect(() => observeLeader({} as never)).toThrow(
+      'Expected `db` to be a SQLite database (better-sqlite3, node:sqlite or bun:sqlite) or a lease store (clock, look)',
+    );
   });
 
   it('ends with DATABASE_CLOSED when the database is closed under it', () => {

@@ -6,6 +6,7 @@ export { isLeader } from './surface/operators/is-leader';
 export { holdsLease } from './surface/holds-lease';
 export { LeadershipError } from './core/leadership-error';
 export type { LeadershipErrorCode } from './core/leadership-error';
+export type { SqliteDatabaseLike } from './store/sqlite/sqlite-database-like';
 export type { LeadershipConfig } from './surface/leadership-config';
 export type { ObserveLeaderConfig } from './surface/observe-leader';
 export type { LeaderState } from './surface/leader-state';

@@ -32,9 +32,11 @@ export class WorkerProcess {
     onStderr: (text: string) => void,
     /** A command that runs node for it (`ip netns exec NAME`, say), if not run directly. */
     launcher: string[] = [],
+    /** The runtime that runs it: this process's Node.js, another one, or Bun (see runtimes.ts). */
+    runtime: string = process.execPath,
   ) {
     const script = join(scripts, kind === 'original' ? 'original-worker.js' : 'worker.js');
-    const [command, ...prefix] = [...launcher, process.execPath];
+    const [command, ...prefix] = [...launcher, runtime];
     this.child = spawn(command, [...prefix, script, JSON.stringify({ ...options, worker: name })], {
       stdio: ['pipe', 'pipe', 'pipe'],
     });

@@ -12,7 +12,7 @@
  * is a graceful stop. With `health`, it serves `leadershipHealth`'s report over HTTP as
  * README's health example does, on a free port of 127.0.0.1 that it reports (`health`).
  */
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { createServer } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
@@ -38,6 +38,7 @@ import { leaderMetrics, leadershipMetrics } from 'observe-leadership/metrics';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import type { PostgresTarget } from './chaos-database';
+import { asBetterSqlite3, monotonicScheduler, readClocks, SqliteDatabaseLike, SqliteDriver } from './library-internals';
 import { uncommittedSeq } from './history';
 
 export interface WorkerOptions {
@@ -62,6 +63,8 @@ export interface WorkerOptions {
   journal?: JournalMode;
   /** better-sqlite3's busy timeout. @default as `openWorkerDatabase` sets it for the journal mode */
   busyTimeout?: number;
+  /** Which SQLite driver opens the file (under Bun, `bun:sqlite`). @default 'better-sqlite3' */
+  driver?: SqliteDriver;
   /**
    * Ms added to this process's clock (`Date.now()`), as on a machine whose clock is off:
    * PostgreSQL candidates must not care. When given (even 0), the campaign reads that clock
@@ -81,7 +84,7 @@ export interface WorkerOptions {
 
 /** What a worker needs of its database: the store to campaign in, fenced ledger writes, and a way out. */
 interface WorkerDatabase {
-  campaignIn: Database.Database | LeaseStore;
+  campaignIn: SqliteDatabaseLike | LeaseStore;
   append(lease: Lease, seq: number): Promise<void>;
   /**
    * Writes a ledger row of `uncommittedSeq` inside a fenced transaction, reports
@@ -92,15 +95,17 @@ interface WorkerDatabase {
   close(): Promise<void>;
 }
 
-function sqliteWorkerDatabase(file: string, setup: DatabaseSetup): WorkerDatabase {
-  const db = openWorkerDatabase(file, { ...setup, setupSql: ledgerTable });
+function sqliteWorkerDatabase(file: string, setup: DatabaseSetup & { driver?: SqliteDriver }): WorkerDatabase {
+  const { raw, db } = openWorkerConnection(file, { ...setup, setupSql: ledgerTable });
   const append = db.prepare('INSERT INTO chaos_ledger (slot, holder, term, seq, at, mono) VALUES (?, ?, ?, ?, ?, ?)');
   return {
-    campaignIn: db,
+    campaignIn: raw as SqliteDatabaseLike,
     append: async (lease, seq) =>
-      void fenced(db, lease, () => append.run(lease.slot, lease.holder, lease.term, seq, Date.now(), monotonicNow())),
+      void fenced(raw as SqliteDatabaseLike, lease, () =>
+        append.run(lease.slot, lease.holder, lease.term, seq, Date.now(), monotonicNow()),
+      ),
     hang: async (lease) =>
-      void fenced(db, lease, () => {
+      void fenced(raw as SqliteDatabaseLike, lease, () => {
         append.run(lease.slot, lease.holder, lease.term, uncommittedSeq, Date.now(), monotonicNow());
         report({ type: 'fenced-hang', slot: lease.slot, holder: lease.holder, term: lease.term, seq: uncommittedSeq });
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); // the whole process, inside the transaction
@@ -168,21 +173,43 @@ export interface DatabaseSetup {
  * processes starting at once all set the journal mode and create tables, which needs the
  * lock for a moment each.
  */
-export function openWorkerDatabase(
+export function openWorkerDatabase(file: string, setup: DatabaseSetup = {}): Database.Database {
+  return openWorkerConnection(file, { ...setup, driver: 'better-sqlite3' }).db;
+}
+
+/**
+ * Opens `file` with `driver` as a user of it would (its own defaults, then the journal mode
+ * and busy timeout asked): `raw` is the driver's connection, what the library is given;
+ * `db` the same connection driven as better-sqlite3's, for the worker's own statements.
+ * Each driver is loaded only when asked for: Bun has no better-sqlite3, Node.js no bun:sqlite.
+ */
+export function openWorkerConnection(
   file: string,
-  { journal = 'delete', busyTimeout, setupSql = '' }: DatabaseSetup = {},
-): Database.Database {
-  const db = new Database(file, { timeout: 10_000 });
-  db.pragma(`journal_mode = ${journal}`);
-  if (journal === 'wal') db.pragma('synchronous = NORMAL');
+  { journal = 'delete', busyTimeout, setupSql = '', driver = 'better-sqlite3' }: DatabaseSetup & { driver?: SqliteDriver } = {},
+): { raw: unknown; db: Database.Database } {
+  let raw: unknown;
+  if (driver === 'better-sqlite3') {
+    const BetterSqlite3 = require('better-sqlite3') as typeof Database; // eslint-disable-line @typescript-eslint/no-require-imports -- loaded only when asked for
+    raw = new BetterSqlite3(file, { timeout: 10_000 });
+  } else if (driver === 'node:sqlite') {
+    const { DatabaseSync } = require('node:sqlite') as { DatabaseSync: new (file: string, options: object) => unknown }; // eslint-disable-line @typescript-eslint/no-require-imports -- Node.js 22.13+ only
+    raw = new DatabaseSync(file, { timeout: 10_000 });
+  } else {
+    const { Database: BunDatabase } = require('bun:sqlite') as { Database: new (file: string) => unknown }; // eslint-disable-line @typescript-eslint/no-require-imports -- Bun only
+    raw = new BunDatabase(file);
+  }
+  const db = asBetterSqlite3(raw) as Database.Database;
+  db.exec(`PRAGMA journal_mode = ${journal}`);
+  if (journal === 'wal') db.exec('PRAGMA synchronous = NORMAL');
   if (setupSql) db.exec(setupSql);
-  db.pragma(`busy_timeout = ${busyTimeout ?? (journal === 'wal' ? 50 : 5_000)}`);
-  return db;
+  db.exec(`PRAGMA busy_timeout = ${busyTimeout ?? (journal === 'wal' ? 50 : 5_000)}`);
+  return { raw, db };
 }
 
 /** This host's CLOCK_MONOTONIC in ms, which a stepped wall clock leaves alone, and every process shares. */
 export function monotonicNow(): number {
-  return Number(process.hrtime.bigint()) / 1e6;
+  // Bun's process.hrtime counts from the process's start: the library's reading is the host's clock there.
+  return 'Bun' in globalThis ? readClocks(monotonicScheduler).now : Number(process.hrtime.bigint()) / 1e6;
 }
 
 /**
@@ -225,6 +252,7 @@ function main(): void {
     tickEvery,
     journal,
     busyTimeout,
+    driver,
     clockOffset,
     health,
     metrics,
@@ -236,7 +264,7 @@ function main(): void {
   }
   const db = postgres
     ? postgresWorkerDatabase(postgres, worker, timing.expiresAfter)
-    : sqliteWorkerDatabase(file!, { journal, busyTimeout });
+    : sqliteWorkerDatabase(file!, { journal, busyTimeout, driver });
   const scheduler =
     clockOffset === undefined ? undefined : { now: () => Date.now(), schedule: asyncScheduler.schedule.bind(asyncScheduler) };
   // The library's default clock otherwise: the process's monotonic time from its start.
@@ -262,7 +290,7 @@ function main(): void {
     const { candidates, watches } = startMetrics(worker);
     instruments.push(candidates);
     for (let slot = 0; slot < slots; slot++)
-      observeLeader(db.campaignIn as Database.Database | LeaseReader, { slot, instrument: watches }).subscribe({ error: () => undefined });
+      observeLeader(db.campaignIn as SqliteDatabaseLike | LeaseReader, { slot, instrument: watches }).subscribe({ error: () => undefined });
   }
   let loopDelay: IntervalHistogram | undefined;
   /** The event loop's delays (ms) since the last call; the first call starts the count. */

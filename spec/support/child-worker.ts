@@ -7,7 +7,7 @@ import { WorkerKind, WorkerProcess } from '../../test-kit/worker-process';
 export class ChildWorker extends WorkerProcess {
   private stderr = '';
 
-  constructor(kind: WorkerKind, options: WorkerOptions, launcher: string[] = []) {
+  constructor(kind: WorkerKind, options: WorkerOptions, launcher: string[] = [], runtime?: string) {
     super(
       kind,
       kind,
@@ -15,6 +15,7 @@ export class ChildWorker extends WorkerProcess {
       () => undefined,
       (text) => (this.stderr += text),
       launcher,
+      runtime,
     );
   }
 

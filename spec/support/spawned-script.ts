@@ -7,8 +7,8 @@ export class SpawnedScript {
   output = '';
   readonly exited: Promise<number | null>;
 
-  constructor(script: string, args: string[], environment: Record<string, string> = {}, cwd?: string) {
-    this.process = spawn(process.execPath, [script, ...args], { env: { ...process.env, ...environment }, cwd });
+  constructor(script: string, args: string[], environment: Record<string, string> = {}, cwd?: string, runtime = process.execPath) {
+    this.process = spawn(runtime, [script, ...args], { env: { ...process.env, ...environment }, cwd });
     this.process.stdout!.on('data', (chunk) => (this.output += chunk));
     this.process.stderr!.on('data', (chunk) => (this.output += chunk));
     this.exited = new Promise((resolve) => this.process.once('exit', (code) => resolve(code)));

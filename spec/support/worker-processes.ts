@@ -10,7 +10,12 @@ export interface WorkerProcesses {
   readonly database: TemporaryDatabase;
   readonly workers: readonly ChildWorker[];
   /** Starts a worker on the test's file, in its journal mode; `launcher` runs node for it (`ip netns exec NAME`, say). */
-  start(kind: 'candidate' | 'original', options: Omit<WorkerOptions, 'file' | 'journal'>, launcher?: string[]): ChildWorker;
+  start(
+    kind: 'candidate' | 'original',
+    options: Omit<WorkerOptions, 'file' | 'journal'>,
+    launcher?: string[],
+    runtime?: string,
+  ): ChildWorker;
   /** The first of `candidates` that says it leads, once one does. */
   leaderAmong(candidates: readonly ChildWorker[]): Promise<ChildWorker>;
   /** Every worker's belief segments so far, on the wall clock or, where it steps, on the host's monotonic clock. */
@@ -45,8 +50,8 @@ export function workerProcesses(journal: JournalMode): WorkerProcesses {
     get workers() {
       return workers;
     },
-    start: (kind, options, launcher = []) => {
-      const worker = new ChildWorker(kind, { file: database.file, journal, ...options }, launcher);
+    start: (kind, options, launcher = [], runtime) => {
+      const worker = new ChildWorker(kind, { file: database.file, journal, ...options }, launcher, runtime);
       workers.push(worker);
       return worker;
     },

@@ -1,4 +1,3 @@
-import type { Database } from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { Pool } from 'pg';
@@ -8,6 +7,8 @@ import { LockRetry } from '../campaign/lock-retry';
 import { LeaseReader, LeaseStore, LeaseView, LockTaken } from '../store/lease-store';
 import { postgresLeaseStore, PostgresLeaseStore } from '../store/postgres/postgres-lease-store';
 import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
+import type { SqliteDatabaseLike } from '../store/sqlite/sqlite-database-like';
+import { OpenedSqliteFile, openSqliteFile } from './sqlite-file';
 import { CliError, exitCode, ParsedArguments } from './cli-arguments';
 
 /**
@@ -18,8 +19,8 @@ import { CliError, exitCode, ParsedArguments } from './cli-arguments';
 export interface CliDatabase {
   /** The file, or the URL without its password, for messages. */
   readonly name: string;
-  /** What the library takes: a better-sqlite3 `Database`, or a PostgreSQL store. */
-  readonly source: Database | (LeaseStore & LeaseReader);
+  /** What the library takes: a SQLite connection of whichever driver opened it, or a PostgreSQL store. */
+  readonly source: SqliteDatabaseLike | (LeaseStore & LeaseReader);
   /** Whether a candidate ever ran here: the lease table exists. */
   hasLeaseTable(): Promise<boolean>;
   /** The slot's row, with the time its lease has left by the database's clock. */
@@ -54,18 +55,17 @@ async function openSqlite(file: string, readonly: boolean): Promise<CliDatabase>
       `no database at ${file}; if that is the path you meant, create it once with: observe-leadership init ${shellWord(file)}`,
     );
   }
-  // Loaded here: a user of PostgreSQL alone need not install better-sqlite3.
-  const { default: SqliteDatabase } = await import('better-sqlite3');
-  let db: Database;
+  let opened: OpenedSqliteFile;
   try {
-    db = new SqliteDatabase(file, { readonly, fileMustExist: true, timeout: 1_000 });
-    db.prepare('SELECT count(*) FROM sqlite_master').get(); // not a database: fails here
+    opened = await openSqliteFile(file, { readonly, create: false });
+    opened.db.prepare('SELECT count(*) FROM sqlite_master').get(); // not a database: fails here
   } catch (error) {
     throw new CliError(exitCode.noDatabase, `cannot open ${file} as a SQLite database: ${(error as Error).message}`);
   }
+  const { db } = opened;
   return {
     name: file,
-    source: db,
+    source: opened.raw as SqliteDatabaseLike,
     hasLeaseTable: async () =>
       db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'worker_leadership'`).get() !== undefined,
     look: (slot) => lookPatiently(() => sqliteLeaseStore(db).look(slot, readClocks(monotonicScheduler))),

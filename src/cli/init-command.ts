@@ -2,6 +2,7 @@ import type { Database } from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { installSqliteSchema } from '../store/sqlite/sqlite-schema';
 import { CliError, exitCode, parseArguments } from './cli-arguments';
+import { openSqliteFile } from './sqlite-file';
 
 /**
  * `init <file> [--wal]`: creates the SQLite file and the lease tables, once, where `run`,
@@ -19,11 +20,9 @@ export async function initCommand(argv: readonly string[], print: (line: string)
     throw new CliError(exitCode.usage, 'init is for SQLite files: on PostgreSQL, the first candidate creates the lease table');
   }
   const existed = existsSync(file);
-  // Loaded here: a user of PostgreSQL alone need not install better-sqlite3.
-  const { default: SqliteDatabase } = await import('better-sqlite3');
   let db: Database;
   try {
-    db = new SqliteDatabase(file, { timeout: 1_000 });
+    ({ db } = await openSqliteFile(file, { readonly: false, create: true }));
   } catch (error) {
     throw new CliError(exitCode.noDatabase, `cannot create ${file}: ${(error as Error).message}`);
   }

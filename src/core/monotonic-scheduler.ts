@@ -32,23 +32,63 @@ export const monotonicScheduler: SchedulerLike = {
 };
 
 /**
- * CLOCK_MONOTONIC of this host (what `process.hrtime` reads), which every process of the host
- * shares, named by the boot it counts from: readings with the same name can be compared
- * across processes, and a reading written before a reboot is never mistaken for one of this
- * boot. A process in a time namespace of its own (a container made with CLONE_NEWTIME) sees
- * that clock shifted by its namespace's offset, which /proc/self/timens_offsets tells and
- * which is taken off. Where the boot cannot be named (no /proc), the clock is this
- * process's own: others judge its leases by the wall clock, as the original worker does.
+ * CLOCK_MONOTONIC of this host, which every process of the host shares, named by the boot it
+ * counts from: readings with the same name can be compared across processes, and a reading
+ * written before a reboot is never mistaken for one of this boot. A process in a time
+ * namespace of its own (a container made with CLONE_NEWTIME) sees that clock shifted by its
+ * namespace's offset, which /proc/self/timens_offsets tells and which is taken off. Where
+ * the boot cannot be named (no /proc), or the runtime cannot read that clock, the clock is
+ * this process's own: others judge its leases by the wall clock, as the original worker does.
  */
 const hostClock = (() => {
   const bootId = readText('/proc/sys/kernel/random/boot_id')?.trim();
   const offset = /^monotonic\s+(-?\d+)\s+(-?\d+)/m.exec(readText('/proc/self/timens_offsets') ?? '');
   const offsetMs = offset === null ? 0 : Number(offset[1]) * 1_000 + Number(offset[2]) / 1e6;
-  return {
-    name: bootId ? `monotonic ${bootId}` : `process ${ulid()}`,
-    now: () => Number(process.hrtime.bigint()) / 1e6 - offsetMs,
-  };
+  const monotonic = hostMonotonic();
+  if (bootId === undefined || monotonic === undefined) {
+    return { name: `process ${ulid()}`, now: () => performance.timeOrigin + performance.now() };
+  }
+  return { name: `monotonic ${bootId}`, now: () => monotonic() - offsetMs };
 })();
+
+/**
+ * A reader of the host's CLOCK_MONOTONIC in ms, or `undefined` if this runtime has none.
+ * Node.js's `process.hrtime` is that clock (libuv's `uv_hrtime`). Bun's counts from the
+ * process's start instead, which another process cannot compare with its own: two
+ * processes that took one another's readings for the host's would misjudge every lease.
+ * There the clock is read from the C library through `bun:ffi` (a tenth of a microsecond).
+ */
+function hostMonotonic(): (() => number) | undefined {
+  if (!('Bun' in globalThis)) return () => Number(process.hrtime.bigint()) / 1e6;
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- Bun's own module, only under Bun
+    const { dlopen, FFIType, ptr } = require('bun:ffi') as BunFfi;
+    const libc = dlopen(process.platform === 'linux' ? 'libc.so.6' : 'libc.dylib', {
+      clock_gettime: { args: [FFIType.i32, FFIType.ptr], returns: FFIType.i32 },
+    });
+    const time = new BigInt64Array(2); // struct timespec: seconds, nanoseconds
+    const at = ptr(time);
+    const clockMonotonic = process.platform === 'linux' ? 1 : 6;
+    const read = () => {
+      if (libc.symbols.clock_gettime(clockMonotonic, at) !== 0) throw new Error('clock_gettime failed');
+      return Number(time[0]) * 1_000 + Number(time[1]) / 1e6;
+    };
+    read();
+    return read;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What `hostMonotonic` uses of `bun:ffi`. */
+interface BunFfi {
+  FFIType: { i32: unknown; ptr: unknown };
+  ptr(view: ArrayBufferView): unknown;
+  dlopen(
+    library: string,
+    symbols: Record<string, { args: unknown[]; returns: unknown }>,
+  ): { symbols: { clock_gettime(clock: number, at: unknown): number } };
+}
 
 function readText(path: string): string | undefined {
   try {

@@ -1,7 +1,5 @@
 import type { ClockReading } from '../core/monotonic-scheduler';
 import { LeadershipError } from '../core/leadership-error';
-import type { Database } from 'better-sqlite3';
-import { argumentError, expectObject } from '../core/argument-check';
 import { Eventually, isPromiseLike } from '../core/eventually';
 import { Lease } from '../core/leadership-event';
 
@@ -258,44 +256,4 @@ export interface FencingStore<Client> extends LeaseStore {
 export interface FencingCapabilities<Client> extends StoreCapabilities {
   /** Work in one transaction with the check that a lease still holds (see `fenced`). */
   readonly fencing: Fencing<Client>;
-}
-
-/** The operations every store has, and every reader (see {@link LeaseStore}). */
-const storeOperations = ['look', 'acquire', 'renew', 'release'] as const;
-const readerOperations = ['look'] as const;
-
-/** What a `db` argument is: a store (or reader) of its own, or a better-sqlite3 `Database` to make one of. */
-export type GivenDatabase<Store> = { readonly store: Store } | { readonly database: Database };
-
-/**
- * The one test of a `db` argument, for candidates (`'store'`: every operation) and observers
- * (`'reader'`: `look`): a lease store, or else a better-sqlite3 `Database`. Anything else is
- * refused with one message, which names what a store lacks when it is almost one.
- */
-export function storeOrDatabase(name: string, value: unknown, role: 'store'): GivenDatabase<LeaseStore>;
-export function storeOrDatabase(name: string, value: unknown, role: 'reader'): GivenDatabase<LeaseReader>;
-export function storeOrDatabase(name: string, value: unknown, role: 'store' | 'reader'): GivenDatabase<LeaseReader> {
-  const expected = `a better-sqlite3 Database or a lease store (clock, ${(role === 'store' ? storeOperations : readerOperations).join(', ')})`;
-  const given = expectObject(name, value, expected) as Record<string, unknown>;
-  if (isDatabase(given)) return { database: value as Database };
-  const operations = role === 'store' ? storeOperations : readerOperations;
-  const missing = operations.filter((operation) => typeof given[operation] !== 'function');
-  const clock = given.clock === 'candidate' || given.clock === 'server';
-  if (missing.length === 0 && clock) return { store: value as LeaseReader };
-  const almost = storeOperations.some((operation) => typeof given[operation] === 'function');
-  if (!almost) throw argumentError(TypeError, name, expected, value);
-  const lacks = [...(clock ? [] : ["clock ('candidate' or 'server')"]), ...missing];
-  throw new TypeError(`Expected \`${name}\` to be a lease store, got one without ${lacks.join(', ')}`);
-}
-
-/** A better-sqlite3 `Database`, recognised by the methods this library calls. */
-export function isDatabase(value: unknown): value is Database {
-  const db = value as Record<string, unknown> | null;
-  return (
-    typeof db === 'object' &&
-    db !== null &&
-    typeof db.prepare === 'function' &&
-    typeof db.transaction === 'function' &&
-    typeof db.pragma === 'function'
-  );
 }

@@ -1,10 +1,13 @@
+import { storeOrDatabase } from '../store/given-database';
 import type { Database } from 'better-sqlite3';
 import { SchedulerLike } from 'rxjs';
 import { monotonicScheduler, readClocks } from '../core/monotonic-scheduler';
 import { argumentError, expectInteger, expectObject, expectString } from '../core/argument-check';
 import { MAX_HOLDER_LENGTH } from './leadership-config';
 import { Lease } from '../core/leadership-event';
-import { Fencing, FencingStore, isDatabase, storeOrDatabase } from '../store/lease-store';
+import { Fencing, FencingStore } from '../store/lease-store';
+import { asBetterSqlite3 } from '../store/sqlite/sqlite-driver';
+import type { SqliteDatabaseLike } from '../store/sqlite/sqlite-database-like';
 import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 
 /**
@@ -43,10 +46,10 @@ import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
  * await fenced(store, lease, (client) => client.query('UPDATE jobs SET sent = true WHERE id = $1', [job.id]));
  * ```
  */
-export function fenced<T>(db: Database, lease: Lease, work: () => T, scheduler?: SchedulerLike): T;
+export function fenced<T>(db: SqliteDatabaseLike, lease: Lease, work: () => T, scheduler?: SchedulerLike): T;
 export function fenced<Client, T>(store: FencingStore<Client>, lease: Lease, work: (client: Client) => Promise<T>): Promise<T>;
 export function fenced<T>(
-  db: Database | FencingStore<unknown>,
+  db: SqliteDatabaseLike | FencingStore<unknown>,
   lease: Lease,
   work: (client?: unknown) => T,
   scheduler: SchedulerLike = monotonicScheduler,
@@ -58,18 +61,18 @@ export function fenced<T>(
   expectInteger('lease.term', lease.term, 1, Number.MAX_SAFE_INTEGER);
   if (typeof work !== 'function') throw argumentError(TypeError, 'work', 'a function', work);
   if (fencing !== undefined) return fencing.fenced(lease, work as (client: unknown) => Promise<T>);
-  return sqliteLeaseStore(db as Database).fencedSync(lease, () => readClocks(scheduler), work);
+  return sqliteLeaseStore(asBetterSqlite3(db) as Database).fencedSync(lease, () => readClocks(scheduler), work);
 }
 
 /** The store's fencing, or `undefined` for a better-sqlite3 `Database`; a store without it cannot fence. */
 function fencingOf(db: unknown): Fencing<unknown> | undefined {
-  if (isDatabase(db)) return undefined;
+  if (asBetterSqlite3(db) !== undefined) return undefined;
   const given = storeOrDatabase('db', db, 'store');
   if ('database' in given) return undefined;
   const fencing = given.store.capabilities?.fencing;
   if (fencing === undefined)
     throw new TypeError(
-      'Expected `db` to be a better-sqlite3 Database or a lease store that can fence, got a store without the fencing capability',
+      'Expected `db` to be a SQLite database or a lease store that can fence, got a store without the fencing capability',
     );
   return fencing;
 }

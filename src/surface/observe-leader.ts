@@ -1,4 +1,5 @@
-import type { Database } from 'better-sqlite3';
+import { storeOrDatabase } from '../store/given-database';
+import type { SqliteDatabaseLike } from '../store/sqlite/sqlite-database-like';
 import { Observable, SchedulerLike, Subscription } from 'rxjs';
 import { expectConfig, expectInteger, expectScheduler, MAX_DELAY } from '../core/argument-check';
 import { LeadershipError } from '../core/leadership-error';
@@ -7,7 +8,7 @@ import type { LeaderState } from './leader-state';
 import { LeaseObservation } from '../campaign/lease-observation';
 import { monotonicScheduler, readClocks } from '../core/monotonic-scheduler';
 import { LockRetry } from '../campaign/lock-retry';
-import { LeaseReader, LeaseView, LockTaken, storeOrDatabase } from '../store/lease-store';
+import { LeaseReader, LeaseView, LockTaken } from '../store/lease-store';
 import { OneInFlight } from '../campaign/one-in-flight';
 import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 import { stands } from '../store/lease-check';
@@ -63,7 +64,7 @@ const knownOptions = ['slot', 'pollEvery', 'scheduler', 'instrument'];
  * );
  * ```
  */
-export function observeLeader(db: Database | LeaseReader, config: ObserveLeaderConfig = {}): Observable<LeaderState> {
+export function observeLeader(db: SqliteDatabaseLike | LeaseReader, config: ObserveLeaderConfig = {}): Observable<LeaderState> {
   const given = storeOrDatabase('db', db, 'reader');
   expectConfig(config, knownOptions);
   const { slot = 0, pollEvery = 1_000, scheduler = monotonicScheduler, instrument } = config;

@@ -1,4 +1,5 @@
-import type { Database } from 'better-sqlite3';
+import { storeOrDatabase } from '../store/given-database';
+import type { SqliteDatabaseLike } from '../store/sqlite/sqlite-database-like';
 import { Observable } from 'rxjs';
 import { ulid } from 'ulid';
 import { Campaign } from '../campaign/campaign';
@@ -7,7 +8,7 @@ import { enrollBeliever, enrollCandidate } from './candidate-registry';
 import { LeadershipConfig, resolveLeadershipConfig } from './leadership-config';
 import { beginAll } from './instrument';
 import { LeadershipEvent } from '../core/leadership-event';
-import { LeaseStore, storeOrDatabase } from '../store/lease-store';
+import { LeaseStore } from '../store/lease-store';
 import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 
 /**
@@ -40,7 +41,7 @@ import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
  * process.once('SIGTERM', () => subscription.unsubscribe()); // releases the lease
  * ```
  */
-export function observeLeadership(db: Database | LeaseStore, config?: LeadershipConfig): Observable<LeadershipEvent> {
+export function observeLeadership(db: SqliteDatabaseLike | LeaseStore, config?: LeadershipConfig): Observable<LeadershipEvent> {
   const given = storeOrDatabase('db', db, 'store');
   const store = 'store' in given ? given.store : sqliteLeaseStore(given.database);
   const { slot, holder: fixedHolder, scheduler = monotonicScheduler, instrument, ...timing } = resolveLeadershipConfig(config);

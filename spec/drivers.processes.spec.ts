@@ -1,0 +1,53 @@
+import { overlappingBeliefs } from '../test-kit/history';
+import { eventually } from '../test-kit/eventually';
+import { bunRuntime, nodeRuntime } from '../test-kit/runtimes';
+import type { SqliteDriver } from '../test-kit/library-internals';
+import { ChildWorker } from './support/child-worker';
+import { workerProcesses } from './support/worker-processes';
+
+// One file, three drivers, three runtimes: this Node.js with better-sqlite3, Node.js 24 with
+// its built-in node:sqlite (no native addon loaded), and Bun with bun:sqlite, beside the
+// original worker's statements. The runtimes are the official builds from npm, fetched once
+// (test-kit/runtimes.ts).
+describe.each(['wal', 'delete'] as const)('one leader among three drivers on one file, journal_mode %s', (journal) => {
+  const processes = workerProcesses(journal);
+  const { start, leaderAmong, history, explain } = processes;
+  let runtimes: Record<SqliteDriver, string>;
+  beforeAll(() => {
+    runtimes = { 'better-sqlite3': process.execPath, 'node:sqlite': nodeRuntime('24.22.3').node, 'bun:sqlite': bunRuntime() };
+  }, 300_000);
+
+  const timing = { renewEvery: 200, expiresAfter: 2_000, retryEvery: 100 };
+  const drivers: SqliteDriver[] = ['better-sqlite3', 'node:sqlite', 'bun:sqlite'];
+  const startOn = (driver: SqliteDriver) => start('candidate', { ...timing, driver }, [], runtimes[driver]);
+
+  it('elects one of them at a time, hands over between drivers, and takes over from a killed one of each', () =>
+    explain(async () => {
+      const workers = new Map<ChildWorker, SqliteDriver>(drivers.map((driver) => [startOn(driver), driver]));
+      start('original', timing);
+      await eventually('every driver campaigning', () => [...workers.keys()].every((w) => w.find('subscribed')), 30_000);
+      const ledBy = new Set<SqliteDriver>();
+      // Each round ends the leader's process, gracefully or not, and starts a new one on its
+      // driver; until each driver has led, and for six rounds at least.
+      for (let round = 0; round < 6 || (ledBy.size < drivers.length && round < 40); round++) {
+        const leader = await leaderAmong(processes.workers);
+        const driver = workers.get(leader);
+        if (driver !== undefined) ledBy.add(driver);
+        leader.signal(round % 2 === 0 ? 'SIGTERM' : 'SIGKILL');
+        await leader.exited;
+        if (driver === undefined) start('original', timing);
+        else workers.set(startOn(driver), driver);
+        workers.delete(leader);
+      }
+      await leaderAmong(processes.workers);
+
+      expect(overlappingBeliefs(history())).toEqual([]);
+      expect([...ledBy].sort()).toEqual([...drivers].sort());
+      const terms = processes.workers
+        .flatMap((w) => w.records)
+        .filter((r) => r.type === 'elected' && r.term !== undefined)
+        .sort((a, b) => a.at - b.at)
+        .map((r) => r.term!);
+      expect(terms).toEqual([...terms].sort((a, b) => a - b));
+    }));
+});

