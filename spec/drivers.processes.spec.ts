@@ -43,11 +43,7 @@ describe.each(['wal', 'delete'] as const)('one leader among three drivers on one
 
       expect(overlappingBeliefs(history())).toEqual([]);
       expect([...ledBy].sort()).toEqual([...drivers].sort());
-      const terms = processes.workers
-        .flatMap((w) => w.records)
-        .filter((r) => r.type === 'elected' && r.term !== undefined)
-        .sort((a, b) => a.at - b.at)
-        .map((r) => r.term!);
+      const terms = processes.electedTerms();
       expect(terms).toEqual([...terms].sort((a, b) => a - b));
     }));
 });

@@ -70,11 +70,7 @@ describe.each(['wal', 'delete'] as const)('observeLeadership across processes, j
       expect(segments.some((s) => originalHolders.has(s.holder))).toBe(true);
       expect(segments.some((s) => !originalHolders.has(s.holder))).toBe(true);
       // Our tenures' terms only grow, also across the original worker's tenures.
-      const terms = processes.workers
-        .flatMap((w) => w.records)
-        .filter((r) => r.type === 'elected' && r.term !== undefined)
-        .sort((a, b) => a.at - b.at)
-        .map((r) => r.term!);
+      const terms = processes.electedTerms();
       expect(terms).toEqual([...terms].sort((a, b) => a - b));
       expect(new Set(terms).size).toBe(terms.length);
     }));

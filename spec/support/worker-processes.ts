@@ -22,6 +22,8 @@ export interface WorkerProcesses {
   history(clock?: 'wall' | 'monotonic'): BeliefSegment[];
   /** Runs `test`; if it fails, adds what every worker said, so that the failure can be read. */
   explain(test: () => Promise<void>): Promise<void>;
+  /** The terms of every election so far, in the order they came (the original worker's have none). */
+  electedTerms(): number[];
 }
 
 /**
@@ -58,6 +60,12 @@ export function workerProcesses(journal: JournalMode): WorkerProcesses {
     leaderAmong: (candidates) => eventually('a leader', () => candidates.find((w) => w.leads)),
     history: (clock = 'wall') => workers.flatMap((w) => beliefSegments(w.records, clock)),
     explain: (test) => explainFailure(() => workers, test),
+    electedTerms: () =>
+      workers
+        .flatMap((w) => w.records)
+        .filter((r) => r.type === 'elected' && r.term !== undefined)
+        .sort((a, b) => a.at - b.at)
+        .map((r) => r.term!),
   };
 }
 
