@@ -46,4 +46,30 @@ describe.each(['wal', 'delete'] as const)('one leader among three drivers on one
       const terms = processes.electedTerms();
       expect(terms).toEqual([...terms].sort((a, b) => a - b));
     }));
+
+  it("takes over at once from a killed leader of each driver, on the kernel's proof, long before its lease ends", () =>
+    explain(async () => {
+      const long = { renewEvery: 20_000, expiresAfter: 60_000, retryEvery: 30_000 };
+      const startLong = (driver: SqliteDriver) => start('candidate', { ...long, driver }, [], runtimes[driver]);
+      const workers = new Map<ChildWorker, SqliteDriver>(drivers.map((driver) => [startLong(driver), driver]));
+      await eventually('every driver campaigning', () => [...workers.keys()].every((w) => w.find('subscribed')), 30_000);
+      const killed = new Set<SqliteDriver>();
+      for (let round = 0; killed.size < drivers.length && round < 15; round++) {
+        const leader = await leaderAmong(processes.workers);
+        const driver = workers.get(leader) as SqliteDriver;
+        leader.signal('SIGKILL');
+        await leader.exited;
+        const killedAt = Date.now();
+        workers.delete(leader);
+        const next = await leaderAmong([...workers.keys()]);
+        // Well inside the lease: only the proof of the leader's death lets a follower in this soon.
+        expect(Date.now() - killedAt).toBeLessThan(long.expiresAfter / 3);
+        expect(next).not.toBe(leader);
+        killed.add(driver);
+        workers.set(startLong(driver), driver);
+        await eventually('the new process campaigning', () => [...workers.keys()].every((w) => w.find('subscribed')), 30_000);
+      }
+      expect([...killed].sort()).toEqual([...drivers].sort());
+      expect(overlappingBeliefs(history())).toEqual([]);
+    }));
 });
