@@ -8,7 +8,7 @@
  * it works in a schema of its own, so nothing else there is touched.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { appendFileSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -104,22 +104,37 @@ export async function startPostgresServer(options: PostgresServerOptions = {}): 
     execFileSync(command, [...prefix, ...args], { stdio: 'pipe', cwd: folder, env: { ...process.env, ...environment } });
   };
   const data = join(folder, 'data');
-  const port = await freePort();
   run('initdb', ['-D', data, '-A', 'trust', '-U', 'test', '--no-sync', '-E', 'UTF8']);
   if (fromNamespaces) {
     appendFileSync(join(data, 'pg_hba.conf'), 'host all all 10.0.0.0/8 trust\n');
   }
   // Fast and forgetful: a test server needs no durability.
   const listen = fromNamespaces ? '*' : '127.0.0.1';
-  const settings = [
-    `-p ${port}`,
-    `-k ${folder}`,
-    `-c listen_addresses=${listen}`,
-    '-c fsync=off',
-    '-c synchronous_commit=off',
-    `-c max_connections=${maxConnections}`,
-  ];
-  run('pg_ctl', ['-D', data, '-o', settings.join(' '), '-l', join(folder, 'log'), '-w', '-t', '60', 'start']);
+  const start = (port: number) => {
+    rmSync(join(folder, 'log'), { force: true }); // each attempt's own
+    const settings = [
+      `-p ${port}`,
+      `-k ${folder}`,
+      `-c listen_addresses=${listen}`,
+      '-c fsync=off',
+      '-c synchronous_commit=off',
+      `-c max_connections=${maxConnections}`,
+    ];
+    run('pg_ctl', ['-D', data, '-o', settings.join(' '), '-l', join(folder, 'log'), '-w', '-t', '60', 'start']);
+  };
+  // A port found free can be taken by another process before the server binds it (the specs
+  // start many servers, PgBouncers and workers at once): then another port, a few times.
+  let port = await freePort();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      start(port);
+      break;
+    } catch (error) {
+      const log = readLog(join(folder, 'log'));
+      if (attempt >= 5 || !/could not bind .*Address already in use/.test(log)) throw error;
+      port = await freePort();
+    }
+  }
   return {
     url: `postgres://test@127.0.0.1:${port}/postgres`,
     stop: () => {
@@ -130,4 +145,12 @@ export async function startPostgresServer(options: PostgresServerOptions = {}): 
       }
     },
   };
+}
+
+function readLog(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
 }
