@@ -6,7 +6,6 @@ import { argumentError, expectInteger, expectObject, expectString } from '../cor
 import { MAX_HOLDER_LENGTH } from './leadership-config';
 import { Lease } from '../core/leadership-event';
 import { Fencing, FencingStore } from '../store/lease-store';
-import { asBetterSqlite3 } from '../store/sqlite/sqlite-driver';
 import type { SqliteDatabaseLike } from '../store/sqlite/sqlite-database-like';
 import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 
@@ -54,25 +53,25 @@ export function fenced<T>(
   work: (client?: unknown) => T,
   scheduler: SchedulerLike = monotonicScheduler,
 ): T | Promise<T> {
-  const fencing = fencingOf(db);
+  const target = fencingOf(db);
   expectObject('lease', lease);
   expectInteger('lease.slot', lease.slot, 0, Number.MAX_SAFE_INTEGER);
   expectString('lease.holder', lease.holder, MAX_HOLDER_LENGTH);
   expectInteger('lease.term', lease.term, 1, Number.MAX_SAFE_INTEGER);
   if (typeof work !== 'function') throw argumentError(TypeError, 'work', 'a function', work);
-  if (fencing !== undefined) return fencing.fenced(lease, work as (client: unknown) => Promise<T>);
-  return sqliteLeaseStore(asBetterSqlite3(db) as Database).fencedSync(lease, () => readClocks(scheduler), work);
+  if ('fencing' in target) return target.fencing.fenced(lease, work as (client: unknown) => Promise<T>);
+  return sqliteLeaseStore(target.database).fencedSync(lease, () => readClocks(scheduler), work);
 }
 
-/** The store's fencing, or `undefined` for a better-sqlite3 `Database`; a store without it cannot fence. */
-function fencingOf(db: unknown): Fencing<unknown> | undefined {
-  if (asBetterSqlite3(db) !== undefined) return undefined;
+/** The SQLite connection to fence on (as better-sqlite3's), or the store's fencing; a store without it cannot fence. */
+function fencingOf(db: unknown): { readonly database: Database } | { readonly fencing: Fencing<unknown> } {
+  // One look at `db` per call: `fenced` runs at every tick of a leader's job.
   const given = storeOrDatabase('db', db, 'store');
-  if ('database' in given) return undefined;
+  if ('database' in given) return given;
   const fencing = given.store.capabilities?.fencing;
   if (fencing === undefined)
     throw new TypeError(
       'Expected `db` to be a SQLite database or a lease store that can fence, got a store without the fencing capability',
     );
-  return fencing;
+  return { fencing };
 }
