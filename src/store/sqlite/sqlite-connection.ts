@@ -67,7 +67,15 @@ export class SqliteConnection {
     } catch (error) {
       throw toLeadershipError(error, this.db, { waited: false });
     } finally {
-      if (timeout !== 0 && this.db.open) pragmas?.set(timeout).get();
+      // Asked only when putting the timeout back fails: bun:sqlite cannot tell `open` without a statement.
+      if (timeout !== 0) {
+        try {
+          pragmas?.set(timeout).get();
+        } catch (error) {
+          // eslint-disable-next-line no-unsafe-finally -- as before this change: failing to put the timeout back on an open connection must be seen
+          if (this.db.open) throw error; // a closed connection has nothing to put back
+        }
+      }
     }
   }
 
