@@ -14,7 +14,7 @@ const root = join(__dirname, '..');
 // runs README's worker with the node:sqlite lines README gives for it, straight from its
 // TypeScript (Node.js 24 strips the types). This process, on better-sqlite3, shares the file.
 describe('the package on Node.js 24 with node:sqlite, without better-sqlite3', () => {
-  let folder: string;
+  let folder: string | undefined;
   let project: string;
   let node: { node: string; home: string };
 
@@ -36,7 +36,8 @@ describe('the package on Node.js 24 with node:sqlite, without better-sqlite3', (
       env: { ...process.env, PATH: `${join(node.home, 'bin')}:${process.env.PATH}`, npm_config_nodedir: node.home },
     });
   }, 240_000);
-  afterAll(() => rmSync(folder, { recursive: true, force: true }));
+  // Only the setup's own failure is reported when it failed before making the folder.
+  afterAll(() => folder !== undefined && rmSync(folder, { recursive: true, force: true }));
 
   it('installed nothing native: no better-sqlite3', () => {
     expect(existsSync(join(project, 'node_modules', 'observe-leadership'))).toBe(true);

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 /*
@@ -13,19 +13,38 @@ import { join } from 'node:path';
 export const nodeVersions = ['22.23.5', '24.22.3', '26.12.1'] as const;
 export type NodeVersion = (typeof nodeVersions)[number];
 
+/** The Bun version tested (pinned: a new release is a change to test, not a surprise in CI). */
+export const bunVersion = '1.4.5';
+
 /** Where fetched runtimes are kept: `OBSERVE_LEADERSHIP_RUNTIMES`, or node_modules/.cache of this checkout. */
 export const runtimesFolder =
   process.env.OBSERVE_LEADERSHIP_RUNTIMES ?? join(__dirname, '..', 'node_modules', '.cache', 'observe-leadership-runtimes');
 
-/** The folder of an npm package's contents (`package/`), fetched and extracted if it is not there yet. */
+/**
+ * The folder of an npm package's contents (`package/`), fetched and extracted if it is not
+ * there yet. Jest runs suites side by side, and two of them may want the same runtime
+ * first: each fetches into a folder of its own and renames it into place, so that none
+ * ever reads a tarball another is still writing; the first rename wins, a later one finds
+ * the folder there and drops its copy.
+ */
 function unpacked(spec: string, folder: string): string {
   const target = join(runtimesFolder, folder);
   const contents = join(target, 'package');
   if (existsSync(join(contents, 'package.json'))) return contents;
-  mkdirSync(target, { recursive: true });
-  execFileSync('npm', ['pack', spec, '--silent', '--pack-destination', target], { stdio: ['ignore', 'ignore', 'inherit'] });
-  const [tarball] = readdirSync(target).filter((name) => name.endsWith('.tgz'));
-  execFileSync('tar', ['xzf', join(target, tarball), '-C', target]);
+  mkdirSync(runtimesFolder, { recursive: true });
+  const own = mkdtempSync(join(runtimesFolder, `.${folder}-`));
+  try {
+    execFileSync('npm', ['pack', spec, '--silent', '--pack-destination', own], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const [tarball] = readdirSync(own).filter((name) => name.endsWith('.tgz'));
+    execFileSync('tar', ['xzf', join(own, tarball), '-C', own]);
+    try {
+      renameSync(own, target);
+    } catch (error) {
+      if (!existsSync(join(contents, 'package.json'))) throw error;
+    }
+  } finally {
+    rmSync(own, { recursive: true, force: true });
+  }
   return contents;
 }
 
@@ -37,5 +56,5 @@ export function nodeRuntime(version: NodeVersion): { node: string; home: string 
 
 /** The Bun binary. */
 export function bunRuntime(): string {
-  return join(unpacked('@oven/bun-linux-x64', 'bun'), 'bin', 'bun');
+  return join(unpacked(`@oven/bun-linux-x64@${bunVersion}`, `bun-${bunVersion}`), 'bin', 'bun');
 }
