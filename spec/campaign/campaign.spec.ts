@@ -116,6 +116,20 @@ describe('Campaign', () => {
     expect(seen).toEqual([[22, 'elected']]);
   });
 
+  it('reads the slot before trying when its watch says changes may have gone unheard (it just began to hear them)', () => {
+    const acquire = jest.spyOn(store, 'acquire');
+    const timing = { renewEvery: 60, expiresAfter: 200, retryEvery: 50 };
+    // x released at 5, before the watch heard anything; its timer alone would find out at 50.
+    expect(campaignOfB({ 5: releaseX, 10: () => notify?.('anywhere', 'unheard') }, 40, timing)).toEqual([[10, 'elected']]);
+    expect(acquire).toHaveBeenLastCalledWith(
+      0,
+      'b',
+      expect.objectContaining({ now: 10 }),
+      200,
+      expect.objectContaining({ waitForLock: true }),
+    );
+  });
+
   it.each([
     ['without a watch, every retryEvery', false, 30],
     ['with a watch, only as often as renewals come (a safety net)', true, 60],

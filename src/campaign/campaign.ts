@@ -169,7 +169,8 @@ export class Campaign {
     // The answer on its way may predate the change: it will be followed by another attempt.
     if (this.flights.busy) return void (follower.changedInFlight = true);
     // A renewal leaves the slot taken: reading it restarts this follower's count, nothing more.
-    if (origin === 'anywhere' && change !== 'renewal') return this.attemptInCrowd();
+    // Changes that went unheard are as likely one as the other: read first, as for a renewal.
+    if (origin === 'anywhere' && change !== 'renewal' && change !== 'unheard') return this.attemptInCrowd();
     follower.attemptDue = true;
     this.wake(this.attempt, 0);
   }

@@ -33,11 +33,13 @@ export class ChangeListeners {
 
   /**
    * Tells the listeners of a change: `'release'` (or any change, where the store cannot tell)
-   * reaches them all; `'election'` and `'renewal'` only those that asked for them.
+   * and `'unheard'` reach them all; `'election'` and `'renewal'` only those that asked for them.
    */
   notify(origin: ChangeOrigin, change: LeaseChange = 'release'): void {
     for (const [listener, { elections = false, renewals = false }] of [...this.listeners]) {
-      if (change === 'release' || (change === 'election' && elections) || (change === 'renewal' && renewals)) listener(origin, change);
+      const wanted =
+        change === 'release' || change === 'unheard' || (change === 'election' && elections) || (change === 'renewal' && renewals);
+      if (wanted) listener(origin, change);
     }
   }
 }

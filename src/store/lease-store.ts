@@ -36,8 +36,12 @@ export { isPromiseLike };
  */
 export type ChangeOrigin = 'here' | 'anywhere';
 
-/** What changed: a slot was released or won, or its leader renewed. */
-export type LeaseChange = 'release' | 'election' | 'renewal';
+/**
+ * What changed: a slot was released or won, or its leader renewed; or `'unheard'`: the
+ * watch has just begun (or begun again) to hear changes, so any made before may have gone
+ * unheard, and whoever keeps track reads the slot. Reported to every listener.
+ */
+export type LeaseChange = 'release' | 'election' | 'renewal' | 'unheard';
 
 /** Which changes a `watch` reports. */
 export interface WatchOptions {

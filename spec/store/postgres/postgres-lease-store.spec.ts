@@ -307,13 +307,37 @@ describe('postgresLeaseStore', () => {
       }
     });
 
+    it('lets an observer see a change made while its store was still beginning to listen', async () => {
+      // The store's LISTEN reaches the server a second late: the election below is notified before.
+      pool.on('connect', (client) => {
+        const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+        const isListen = (config: unknown) => (config as { text?: unknown })?.text?.toString().startsWith('LISTEN') === true;
+        const slowed = (...args: unknown[]) => (isListen(args[0]) ? until(1_000).then(() => query(...args)) : query(...args));
+        Object.assign(client, { query: slowed });
+      });
+      await makeSchema();
+      const states: LeaderState[] = [];
+      subscriptions.push(observeLeader(store, { pollEvery: 60_000 }).subscribe((state) => states.push(state)));
+      await eventually('the first look', () => states.length === 1);
+      const other = testSchema();
+      try {
+        await postgresLeaseStore(other.pool, { schema: test.schema }).acquire(0, 'b', at(Date.now()), 60_000);
+        expect(store.isWatching()).toBe(false);
+        // Seen once the store hears, not at the next poll a minute later.
+        await eventually('the election seen', () => states.at(-1)?.holder === 'b', 10_000);
+      } finally {
+        await other.pool.end();
+      }
+    });
+
     it('does not wake following candidates when another one is elected, only when the slot is released', async () => {
       await makeSchema();
-      const woken: string[] = [];
+      let woken: string[] = [];
       const unwatch = store.watch(() => woken.push('follower'));
       const unobserve = store.watch(() => woken.push('observer'), { elections: true });
       try {
         await eventually('the watch', () => store.isWatching());
+        woken = []; // both were told, as it began, that changes may have gone unheard
         const { lease } = await acquire('b');
         await eventually('the election heard', () => woken.includes('observer'));
         expect(woken).toEqual(['observer']);

@@ -126,6 +126,7 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, ChangeSigna
       wanted: () => this.listeners.any || this.standby.wanted,
       notified: (payload) => this.onNotification(payload),
       ended: () => this.standby.forget(),
+      hearing: () => this.listeners.notify('anywhere', 'unheard'),
       schemaMade: () => this.schemaReady,
     });
     this.standby = new StandbyLocks(this.session, this.statements, (slot) => `${this.payloads.released} ${slot}`);

@@ -17,6 +17,8 @@ export interface SessionOwner {
   notified(payload: string): void;
   /** The session ended: what it held on the server (advisory locks) went with it. */
   ended(): void;
+  /** Notifications reach the store from now on; those sent before it listened did not. */
+  hearing(): void;
   /** Settles once the schema is made, if a candidate is making it (an observer makes nothing). */
   schemaMade(): Promise<unknown> | undefined;
 }
@@ -133,7 +135,8 @@ export class StoreSession {
     let probed = false;
     // Taken in the store's turn: no statement of the store holds another connection meanwhile.
     const session = await this.onTurn(() => this.openSession((payload) => (probed ||= payload === probe)));
-    if (session === undefined || this.notificationsWork) return session;
+    if (session === undefined) return session;
+    if (this.notificationsWork) return this.heard(session);
     // From another connection, closed at once so that the store keeps to one; statements go
     // on meanwhile on the session.
     const notifier = await this.pool.connect();
@@ -147,7 +150,7 @@ export class StoreSession {
     if (this.current !== session) return undefined;
     if (probed) {
       this.notificationsWork = true;
-      return session;
+      return this.heard(session);
     }
     this.notificationsUnavailable = true;
     session.close();
@@ -157,6 +160,12 @@ export class StoreSession {
       { code: 'OBSERVE_LEADERSHIP_NO_NOTIFICATIONS' },
     );
     return undefined;
+  }
+
+  /** `session`, once its owner knows that changes are heard from now on (a look it made before may be out of date). */
+  private heard(session: Session): Session {
+    this.owner.hearing();
+    return session;
   }
 
   /** A connection that listens, which becomes the session while it is wanted; `undefined` if it no longer is. */
