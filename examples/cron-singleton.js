@@ -6,14 +6,13 @@
 //   node examples/cron-singleton.js /tmp/cron.db [every-ms]
 // @ts-check: typed through JSDoc, checked by `tsc --checkJs` (spec/package.spec.ts)
 'use strict';
-const Database = require('better-sqlite3');
+const { openSqlite } = require('./support/open-sqlite');
 const { map, tap, timer } = require('rxjs');
 const { observeLeadership, whileLeader, fenced, LeadershipError } = require('observe-leadership');
 
 const file = process.argv[2] ?? 'cron.db';
 const every = Number(process.argv[3] ?? 5_000);
-const db = new Database(file, { timeout: 1_000 });
-db.pragma('journal_mode = WAL');
+const db = openSqlite(file);
 db.exec('CREATE TABLE IF NOT EXISTS cron_runs (period INTEGER PRIMARY KEY, ran_by TEXT NOT NULL, term INTEGER NOT NULL)');
 const recordRun = db.prepare('INSERT OR IGNORE INTO cron_runs (period, ran_by, term) VALUES (?, ?, ?)');
 /** @param {string} line */

@@ -7,7 +7,7 @@
 // @ts-check: typed through JSDoc, checked by `tsc --checkJs` (spec/package.spec.ts)
 'use strict';
 const { createServer } = require('node:http');
-const Database = require('better-sqlite3');
+const { openSqlite } = require('./support/open-sqlite');
 const { fromEvent, merge, take, takeUntil } = require('rxjs');
 const { leaderHealth, observeLeader } = require('observe-leadership');
 
@@ -15,7 +15,7 @@ const file = process.argv[2] ?? 'jobs.db';
 const port = Number(process.argv[3] ?? 8081);
 // Read-only: a follower never writes. The file must exist (a candidate, or
 // `npx observe-leadership init`, made it).
-const db = new Database(file, { readonly: true, fileMustExist: true });
+const db = openSqlite(file, { readonly: true });
 
 const health = leaderHealth({ failingAfter: 30_000 });
 const stop$ = merge(fromEvent(process, 'SIGINT'), fromEvent(process, 'SIGTERM')).pipe(take(1));

@@ -4,7 +4,7 @@
 //   node examples/graceful-shutdown.js /tmp/jobs.db
 // @ts-check: typed through JSDoc, checked by `tsc --checkJs` (spec/package.spec.ts)
 'use strict';
-const Database = require('better-sqlite3');
+const { openSqlite } = require('./support/open-sqlite');
 const {
   BehaviorSubject,
   concatMap,
@@ -24,8 +24,7 @@ const {
 const { observeLeadership, whileLeader } = require('observe-leadership');
 
 const file = process.argv[2] ?? 'jobs.db';
-const db = new Database(file, { timeout: 1_000 });
-db.pragma('journal_mode = WAL');
+const db = openSqlite(file);
 /** @param {string} line */
 const log = (line) => console.log(`${new Date().toISOString().slice(11, 23)}  ${line}`);
 

@@ -8,14 +8,13 @@
 // @ts-check: typed through JSDoc, checked by `tsc --checkJs` (spec/package.spec.ts)
 'use strict';
 const { createServer } = require('node:http');
-const Database = require('better-sqlite3');
+const { openSqlite } = require('./support/open-sqlite');
 const { fromEvent, merge, take, takeUntil } = require('rxjs');
 const { leadershipHealth, observeLeadership } = require('observe-leadership');
 
 const file = process.argv[2] ?? 'jobs.db';
 const port = Number(process.argv[3] ?? 8080);
-const db = new Database(file, { timeout: 1_000 });
-db.pragma('journal_mode = WAL');
+const db = openSqlite(file);
 
 const health = leadershipHealth({ failingAfter: 30_000 });
 const stop$ = merge(fromEvent(process, 'SIGINT'), fromEvent(process, 'SIGTERM')).pipe(take(1));

@@ -6,21 +6,19 @@
 //   node examples/job-queue.js /tmp/jobs.db [jobs to enqueue into an empty queue, 20 by default]
 // @ts-check: typed through JSDoc, checked by `tsc --checkJs` (spec/package.spec.ts)
 'use strict';
-const Database = require('better-sqlite3');
+const { openSqlite } = require('./support/open-sqlite');
 const { interval, concatMap, EMPTY, tap } = require('rxjs');
 const { observeLeadership, whileLeader, fenced, LeadershipError } = require('observe-leadership');
 
 const file = process.argv[2] ?? 'jobs.db';
-const db = new Database(file, { timeout: 1_000 });
-db.pragma('journal_mode = WAL');
-db.pragma('synchronous = NORMAL');
+const db = openSqlite(file);
+db.exec('PRAGMA synchronous = NORMAL');
 db.exec(`CREATE TABLE IF NOT EXISTS jobs (
   id INTEGER PRIMARY KEY, payload TEXT NOT NULL, done_by TEXT, done_in_term INTEGER)`);
-if (db.prepare('SELECT count(*) FROM jobs').pluck().get() === 0) {
+if (db.prepare('SELECT count(*) AS n FROM jobs').get().n === 0) {
   const enqueue = db.prepare('INSERT INTO jobs (payload) VALUES (?)');
   for (let i = 1; i <= Number(process.argv[3] ?? 20); i++) enqueue.run(`job ${i}`);
 }
-/** @type {import('better-sqlite3').Statement<[], { id: number; payload: string }>} */
 const nextJob = db.prepare('SELECT id, payload FROM jobs WHERE done_by IS NULL ORDER BY id LIMIT 1');
 const markDone = db.prepare('UPDATE jobs SET done_by = ?, done_in_term = ? WHERE id = ? AND done_by IS NULL');
 
@@ -33,8 +31,9 @@ const log = (line) => console.log(`${new Date().toISOString().slice(11, 23)}  ${
  * @param {import('observe-leadership').ElectedEvent} lease
  */
 function dispatch(lease) {
+  /** @type {{ id: number; payload: string } | undefined | null} (null on bun:sqlite) */
   const job = nextJob.get();
-  if (job === undefined) return EMPTY;
+  if (job == null) return EMPTY;
   try {
     fenced(db, lease, () => markDone.run(lease.holder, lease.term, job.id));
     log(`did ${job.payload} (term ${lease.term})`);

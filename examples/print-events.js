@@ -3,13 +3,12 @@
 // One is elected and renews; stop it with Ctrl-C and the other takes over at once.
 // @ts-check: typed through JSDoc, checked by `tsc --checkJs` (spec/package.spec.ts)
 'use strict';
-const Database = require('better-sqlite3');
+const { openSqlite } = require('./support/open-sqlite');
 const { observeLeadership } = require('observe-leadership');
 
 const file = process.argv[2] ?? 'leader.db';
-const db = new Database(file, { timeout: 1_000 });
-db.pragma('journal_mode = WAL');
-db.pragma('synchronous = NORMAL');
+const db = openSqlite(file);
+db.exec('PRAGMA synchronous = NORMAL');
 
 /** @param {number} ms */
 const time = (ms) => new Date(ms).toISOString().slice(11, 23);

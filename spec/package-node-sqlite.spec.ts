@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventually } from '../test-kit/eventually';
 import { nodeRuntime } from '../test-kit/runtimes';
+import { sqliteExampleRuns, startEach } from './support/installed-examples';
 import { SpawnedScript } from './support/spawned-script';
 
 const root = join(__dirname, '..');
@@ -79,4 +80,9 @@ describe('the package on Node.js 24 with node:sqlite, without better-sqlite3', (
       running.process.kill('SIGKILL');
     }
   }, 60_000);
+
+  it('runs the SQLite examples from the installed package on node:sqlite', async () => {
+    const installed = join(project, 'node_modules', 'observe-leadership', 'examples');
+    await startEach(installed, await sqliteExampleRuns(join(project, 'examples.db')), project, node.node);
+  }, 120_000);
 });

@@ -2,11 +2,11 @@ import Database from 'better-sqlite3';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { eventually } from '../test-kit/eventually';
-import { freePort } from '../test-kit/postgres-server';
 import { compilerSays, strictNode16, typescript } from './support/compiler';
 import { SpawnedScript } from './support/spawned-script';
+import { ExampleRun, sqliteExampleRuns, startEach } from './support/installed-examples';
 import { testDatabaseUrl, testSchema } from './support/postgres-database';
 
 const root = join(__dirname, '..');
@@ -60,7 +60,9 @@ describe('the package, installed in a fresh project', () => {
   const compile = (file: string) => compilerSays(typescript.repository, [...strictNode16, '--esModuleInterop', file], project);
 
   it('ships only dist, examples, README, LICENSE and package.json', () => {
-    const examples = readdirSync(join(root, 'examples')).map((name) => `examples/${name}`);
+    const examples = readdirSync(join(root, 'examples'), { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => relative(root, join(entry.parentPath, entry.name)));
     expect(examples.length).toBeGreaterThanOrEqual(6);
     expect(files.filter((file) => !file.startsWith('dist/')).sort()).toEqual(['LICENSE', 'README.md', ...examples, 'package.json'].sort());
     expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/cli/main.js']));
@@ -68,7 +70,7 @@ describe('the package, installed in a fresh project', () => {
 
   it('carries examples that type-check with tsc --checkJs', () => {
     const installed = join(project, 'node_modules', 'observe-leadership', 'examples');
-    const examples = readdirSync(installed).filter((name) => name.endsWith('.js'));
+    const examples = readdirSync(installed, { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.js'));
     // Each says it is checked, so that an editor checks it too.
     expect(examples.filter((name) => !readFileSync(join(installed, name), 'utf8').includes('// @ts-check'))).toEqual([]);
     const options = [...strictNode16, '--allowJs', '--checkJs', '--skipLibCheck'];
@@ -76,19 +78,12 @@ describe('the package, installed in a fresh project', () => {
     expect(messages).toBe('');
   });
 
-  // Each example as a user of the package starts it, until it shows that it works; then
-  // Ctrl-C, after which each stops by itself (the examples' own specs check the rest).
+  // Each example as a user of the package starts it (see startEach).
   it('runs every example from the installed package', async () => {
     const installed = join(project, 'node_modules', 'observe-leadership', 'examples');
-    const file = join(folder, 'installed-examples.db');
     const { schema, drop } = testSchema({ max: 1 });
-    const runs: Array<[string, string[], RegExp]> = [
-      ['print-events.js', [file], /elected {2}term \d+, lease until/],
-      ['job-queue.js', [file], /did job 1 \(term \d+\)/],
-      ['graceful-shutdown.js', [file], /started job 1/],
-      ['cron-singleton.js', [file, '200'], /ran the task for period \d+/],
-      ['healthz.js', [file, String(await freePort())], /health on http/],
-      ['follower-health.js', [file, String(await freePort())], /health on http/],
+    const runs: ExampleRun[] = [
+      ...(await sqliteExampleRuns(join(folder, 'installed-examples.db'))),
       ['postgres-job-queue.js', [testDatabaseUrl(), schema], /did job 1 \(term \d+\)/],
     ];
     expect(runs.map(([name]) => name).sort()).toEqual(
@@ -97,16 +92,7 @@ describe('the package, installed in a fresh project', () => {
         .sort(),
     );
     try {
-      for (const [name, args, works] of runs) {
-        const example = new SpawnedScript(join(installed, name), args, {}, project);
-        try {
-          await example.shows(works);
-          example.process.kill('SIGINT');
-          expect({ name, code: await example.exited }).toEqual({ name, code: 0 });
-        } finally {
-          example.process.kill('SIGKILL');
-        }
-      }
+      await startEach(installed, runs, project);
     } finally {
       await drop();
     }
