@@ -6,13 +6,16 @@
  * interval). Prints the tables, writes results.json and latency.svg into FOLDER (bench/ by
  * default; a temporary folder for --smoke, the tiny run that CI makes so that this script
  * cannot rot, and for --only, which runs some of the scenarios: a comma-separated list of
- * handoff, takeover, scale, locked, idle, statements, postgres, fleet).
+ * handoff, takeover, scale, locked, idle, statements, drivers, postgres, fleet).
  *
  * Every SQLite scenario runs once per journal mode of --journal (a comma-separated list of
  * delete, truncate, persist, wal; all four by default). Processes open the file as users do:
  * `delete`, `truncate` and `persist` with better-sqlite3's defaults otherwise (a 5 s busy
  * timeout, synchronous FULL), `wal` as README advises (synchronous NORMAL, a 50 ms busy
- * timeout). The original worker runs in the first mode listed only.
+ * timeout). The original worker runs in the first mode listed only. `drivers` runs
+ * handoffs, crash takeovers and an idle cluster once per driver: better-sqlite3 on this
+ * Node.js, node:sqlite on Node.js 24 and bun:sqlite on Bun, each with its own defaults
+ * (see drivers.ts; the runtimes are fetched once, as the specs fetch them).
  *
  * `postgres` runs the handoff and takeover trials of this library on PostgreSQL (a server
  * started for the run, or the one OBSERVE_LEADERSHIP_TEST_DATABASE_URL names), to be read
@@ -26,19 +29,19 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { eventually } from '../test-kit/eventually';
 import { mulberry32 } from '../test-kit/seeded-random';
-import { WorkerRecord } from '../test-kit/history';
 import { originalStatements, originalTable } from '../test-kit/original-statements';
 import { PostgresTarget } from '../test-kit/chaos-database';
 import { PostgresServer, startPostgresServer } from '../test-kit/postgres-server';
 import { JournalMode, journalModes, openWorkerDatabase } from '../test-kit/worker';
-import { ChildProcess, spawn } from 'node:child_process';
-import { sleep, WorkerKind, WorkerProcess } from '../test-kit/worker-process';
+import { sleep, WorkerKind } from '../test-kit/worker-process';
 import { sqliteLeaseStore } from '../test-kit/library-internals';
 import { Pool } from 'pg';
 import { renderChart } from './chart';
 import { fleet, FleetSize } from './fleet';
 import { PoolMode, poolModes, startPgBouncer } from '../test-kit/pgbouncer';
 import { Cluster, coldStarts, Comparison, defaults, Distribution, distribution, handoffs, shortLease, takeovers, Timing } from './cluster';
+import { DriverRun, driverRuns, DriverTrials } from './drivers';
+import { IdleRun, idleRun } from './idle';
 import { LockedRun, lockedRuns, lockedTiming } from './locked';
 
 /** A stopped leader (SIGSTOP) for `pause` ms, once its standbys watch it: who was elected, when, against its lease. */
@@ -74,95 +77,6 @@ async function stoppedLeader(cluster: Cluster, pause: number): Promise<StoppedLe
     electedBeforeExpiry: others.filter((r) => r.type === 'elected' && r.at >= stoppedAt && r.at <= lastExpiry).length,
     lostAfterResume: lost.at - resumedAt,
   };
-}
-
-/** One process of an idle cluster: what it was, and its % of a core. */
-export interface IdleProcess {
-  role: 'leader' | 'standby' | 'polling';
-  percent: number;
-}
-
-/** An idle run of one cluster: CPU by role, and whether the first leader led throughout. */
-export interface IdleRun {
-  processes: number;
-  /** Rows a second that an application process wrote beside it, in another table of the file (0: none). */
-  appRowsPerSecond: number;
-  /** Mean and highest % of a core, by role; NaN where no process had the role. */
-  leader: number;
-  standby: { mean: number; max: number };
-  polling: { mean: number; max: number };
-  /** Over the whole run, from start-up to the stop: elections (1 when the first leader led throughout), `lost` and `error` reports. */
-  elections: number;
-  lost: number;
-  errors: number;
-  every: IdleProcess[];
-}
-
-/**
- * An idle cluster of `count` processes for `warmUp` + `seconds`: the CPU each uses over
- * the last `seconds` (for a minute after start-up a Node.js process still compiles and
- * collects garbage, several times more than it then uses idle), in % of one core, by role;
- * and every election, loss and error over the whole run. With `appRowsPerSecond`, an
- * application process writes that many rows a second into a table of its own in the same
- * file meanwhile, one commit each.
- */
-async function idleRun(cluster: Cluster, count: number, warmUp: number, seconds: number, appRowsPerSecond = 0): Promise<IdleRun> {
-  let app: ChildProcess | undefined;
-  try {
-    await cluster.start(count);
-    const leader = await cluster.leader();
-    // Once every process has started: dozens of processes that create their tables at once,
-    // each for a moment, beside an application that commits hundreds of times a second, on
-    // two cores, can wait longer than a start-up should.
-    let appReport = '';
-    if (appRowsPerSecond > 0) {
-      const options = { file: cluster.file, journal: cluster.journal, rowsPerSecond: appRowsPerSecond };
-      app = spawn(process.execPath, [join(__dirname, 'app-writer.js'), JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
-      app.stdout!.on('data', (chunk) => (appReport += chunk));
-    }
-    const usage = async (worker: WorkerProcess) => {
-      const mark = Date.now();
-      worker.send('usage');
-      return eventually('usage', () => worker.records.find((r) => r.type === 'usage' && r.at >= mark)) as Promise<
-        WorkerRecord & { cpu: number; uptime: number; standby?: boolean | null }
-      >;
-    };
-    await sleep(warmUp * 1000);
-    const workers = cluster.alive();
-    const before = await Promise.all(workers.map(usage));
-    await sleep(seconds * 1000);
-    const after = await Promise.all(workers.map(usage));
-    const every = workers.map((worker, i): IdleProcess => ({
-      role: worker === leader ? 'leader' : (after[i].standby ?? before[i].standby) === true ? 'standby' : 'polling',
-      percent: ((after[i].cpu - before[i].cpu) / 1000 / (after[i].uptime - before[i].uptime)) * 100,
-    }));
-    const of = (role: IdleProcess['role']) => {
-      const values = every.filter((p) => p.role === role).map((p) => p.percent);
-      return { mean: values.reduce((a, b) => a + b, 0) / values.length, max: values.length ? Math.max(...values) : NaN };
-    };
-    const result = {
-      processes: count,
-      appRowsPerSecond,
-      leader: of('leader').mean,
-      standby: of('standby'),
-      polling: of('polling'),
-      elections: cluster.count('elected'),
-      lost: cluster.count('lost'),
-      errors: cluster.errors(),
-      every,
-    };
-    if (app) {
-      const exited = new Promise((resolve) => app!.once('exit', resolve));
-      app.kill('SIGTERM');
-      await exited;
-      const { rows, seconds: ran } = JSON.parse(appReport) as { rows: number; seconds: number };
-      result.appRowsPerSecond = Math.round(rows / ran);
-    }
-    return result;
-  } finally {
-    app?.kill('SIGKILL');
-    await cluster.stop();
-  }
 }
 
 /** The cost of one statement group, in µs, in this process, on a file in that journal mode; and the worst single call, in ms. */
@@ -219,7 +133,7 @@ async function serverVersion(url: string): Promise<string> {
   }
 }
 
-const scenarios = ['handoff', 'takeover', 'scale', 'locked', 'idle', 'statements', 'postgres', 'fleet'] as const;
+const scenarios = ['handoff', 'takeover', 'scale', 'locked', 'idle', 'statements', 'drivers', 'postgres', 'fleet'] as const;
 type Scenario = (typeof scenarios)[number];
 
 function parseArguments(argv: string[]) {
@@ -319,12 +233,18 @@ function sizesOf(smoke: boolean, trials: number | undefined) {
         calls: 20_000,
         lockedTrials: 5,
       };
+  const driverTrials: DriverTrials = smoke
+    ? { processes: 3, handoffs: 3, takeovers: 2, idleWarmUp: 1, idleSeconds: 1 }
+    : { processes: 4, handoffs: 100, takeovers: 50, idleWarmUp: 60, idleSeconds: 120 };
   // --trials N: that many handoffs and takeovers per cluster instead, for a quicker look.
-  if (trials !== undefined) Object.assign(size, { trials, takeoverTrials: trials, scaleTrials: trials });
+  if (trials !== undefined) {
+    Object.assign(size, { trials, takeoverTrials: trials, scaleTrials: trials });
+    Object.assign(driverTrials, { handoffs: trials, takeovers: trials });
+  }
   const fleetSize: FleetSize = smoke
     ? { hosts: 2, perHost: 2, warmUp: 1, idleSeconds: 1, handoffs: 2, takeovers: 2 }
     : { hosts: 8, perHost: 8, warmUp: 30, idleSeconds: 120, handoffs: 40, takeovers: 20 };
-  return { size, fleetSize, appRowsPerSecond: smoke ? 50 : 500, crashTiming: smoke ? shortLease : defaults };
+  return { size, driverTrials, fleetSize, appRowsPerSecond: smoke ? 50 : 500, crashTiming: smoke ? shortLease : defaults };
 }
 
 /** What every scenario of a run shares: its sizes, its folder, its random choices, its log, and the way to run a cluster. */
@@ -338,7 +258,7 @@ function prepareRun({ smoke, journals, trials, runs }: ReturnType<typeof parseAr
     body: (cluster: Cluster) => Promise<T>,
     postgres?: PostgresTarget,
   ) => {
-    const cluster = new Cluster(kind, timing, folder, journal, postgres);
+    const cluster = new Cluster(kind, timing, folder, journal, { postgres });
     try {
       await cluster.start(count);
       return await body(cluster);
@@ -373,11 +293,20 @@ interface SqliteResults {
   idle: Array<IdleRun & { journal: JournalMode; kind: WorkerKind }>;
   statements: Partial<Record<JournalMode, StatementCosts>>;
   locked: Partial<Record<JournalMode, LockedRun>>;
+  drivers: DriverRun[];
 }
 
 /** Every SQLite scenario asked for, once per journal mode. */
 async function sqliteScenarios(run: BenchRun): Promise<SqliteResults> {
-  const results: SqliteResults = { comparisons: [], crashes: {}, busyErrorsDuringScaleHandoffs: {}, idle: [], statements: {}, locked: {} };
+  const results: SqliteResults = {
+    comparisons: [],
+    crashes: {},
+    busyErrorsDuringScaleHandoffs: {},
+    idle: [],
+    statements: {},
+    locked: {},
+    drivers: [],
+  };
   for (const journal of run.journals) {
     if (run.runs('handoff')) await handoffScenario(run, journal, results);
     if (run.runs('takeover')) await takeoverScenario(run, journal, results);
@@ -385,8 +314,19 @@ async function sqliteScenarios(run: BenchRun): Promise<SqliteResults> {
     if (run.runs('locked')) await lockedScenario(run, journal, results);
     if (run.runs('idle')) await idleScenario(run, journal, results);
     if (run.runs('statements')) results.statements[journal] = statementCosts(run.folder, run.size.calls, journal);
+    if (run.runs('drivers')) await driversScenario(run, journal, results);
   }
   return results;
+}
+
+/** The three SQLite drivers, each on its runtime, with the same trials. */
+async function driversScenario(
+  { folder, crashTiming, driverTrials, random, log }: BenchRun,
+  journal: JournalMode,
+  { drivers }: SqliteResults,
+) {
+  drivers.push(...(await driverRuns(folder, journal, { handoffTiming: defaults, crashTiming }, driverTrials, random)));
+  log(`drivers done [${journal}]`);
 }
 
 /** Graceful handoffs among a few processes. */
@@ -473,7 +413,7 @@ async function scaleScenario({ compare, withCluster, size, random, log }: BenchR
 /** The file locked by another connection: what the leader, its followers and their health checks see. */
 async function lockedScenario({ folder, size, random, log }: BenchRun, journal: JournalMode, { locked }: SqliteResults) {
   locked[journal] = await lockedRuns(
-    new Cluster('candidate', lockedTiming, folder, journal, undefined, [], { health: true }),
+    new Cluster('candidate', lockedTiming, folder, journal, { extra: { health: true } }),
     size.lockedTrials,
     random,
     size.calls / 10,
@@ -565,7 +505,7 @@ type BenchResults = SqliteResults & {
 
 /** Prints the run's tables: failover and costs beside the original worker's, then what idle clusters cost. */
 function printResults(results: BenchResults, log: (line: string) => void): void {
-  const { comparisons, postgres, fleet: fleetResult, statements, crashes, locked, idle, config: size } = results;
+  const { comparisons, postgres, fleet: fleetResult, statements, crashes, locked, idle, drivers, config: size } = results;
   const busyErrors = results.busyErrorsDuringScaleHandoffs;
   const format = (value: number) => (value >= 100 ? value.toFixed(0) : value >= 1 ? value.toFixed(1) : value.toFixed(3));
   const both = (d: Distribution | undefined) =>
@@ -696,6 +636,28 @@ function printResults(results: BenchResults, log: (line: string) => void): void 
           `${percent(run.standby.mean)} / ${percent(run.standby.max)}`,
           `${percent(run.polling.mean)} / ${percent(run.polling.max)}`,
           `${run.elections}, ${run.lost}, ${run.errors}`,
+        ]),
+      ],
+      log,
+    );
+  }
+  if (drivers.length > 0) {
+    log('');
+    printTable(
+      [
+        [
+          'driver [journal], runtime',
+          'handoff p50 / p99 / p99.9 / worst',
+          'crash takeover p50 / p99 / worst',
+          'idle leader; standby (max)',
+          'overlaps',
+        ],
+        ...drivers.map((run) => [
+          `${run.driver} [${run.journal}], ${run.runtime}`,
+          both(run.handoff),
+          `${format(run.takeover.p50)} / ${format(run.takeover.p99)} / ${format(run.takeover.worst)} ms`,
+          `${run.idle.leader.toFixed(3)} %; ${run.idle.standby.max.toFixed(3)} %`,
+          `${run.overlaps}`,
         ]),
       ],
       log,

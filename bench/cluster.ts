@@ -51,22 +51,38 @@ export interface Host {
   readonly url: string;
 }
 
+/** Where a cluster's workers run and what else they are given, beyond their kind and timing. */
+export interface ClusterPlace {
+  /** A fresh schema of this server instead of a fresh file. */
+  readonly postgres?: PostgresTarget;
+  /** PostgreSQL from several hosts: process i runs on host i mod their number, and reaches the server at its URL. */
+  readonly hosts?: readonly Host[];
+  /** More options for every worker (a health endpoint, a SQLite driver, say). */
+  readonly extra?: Partial<WorkerOptions>;
+  /** The runtime that runs every worker (see test-kit/runtimes.ts). @default this process's Node.js */
+  readonly runtime?: string;
+}
+
 /** Worker processes of one kind on one fresh database file, or one fresh PostgreSQL schema. */
 export class Cluster {
   readonly processes: WorkerProcess[] = [];
   readonly file: string | undefined;
+  readonly postgres: PostgresTarget | undefined;
+  private readonly hosts: readonly Host[];
+  private readonly extra: Partial<WorkerOptions>;
+  private readonly runtime: string | undefined;
 
   constructor(
     readonly kind: WorkerKind,
     readonly timing: Timing,
     folder: string,
     readonly journal: JournalMode,
-    readonly postgres?: PostgresTarget,
-    /** PostgreSQL from several hosts: process i runs on host i mod their number, and reaches the server at its URL. */
-    readonly hosts: readonly Host[] = [],
-    /** More options for every worker (a health endpoint, say). */
-    readonly extra: Partial<WorkerOptions> = {},
+    { postgres, hosts = [], extra = {}, runtime }: ClusterPlace = {},
   ) {
+    this.postgres = postgres;
+    this.hosts = hosts;
+    this.extra = extra;
+    this.runtime = runtime;
     if (postgres) return;
     this.file = join(mkdtempSync(join(folder, `${kind}-`)), 'bench.db');
     openWorkerDatabase(this.file, { journal, busyTimeout: 1_000 }).close(); // in its journal mode before the workers start
@@ -84,6 +100,7 @@ export class Cluster {
       () => undefined,
       (text) => process.stderr.write(text),
       host?.launcher,
+      this.runtime,
     );
     this.processes.push(worker);
     return worker;

@@ -95,7 +95,7 @@ export async function fleet(size: FleetSize, random: () => number, log: (line: s
     const target = (name: string): PostgresTarget => ({ url: server.url, schema: `fleet_${name}_${Date.now()}` });
 
     // The defaults: idle, then graceful handoffs.
-    const steady = new Cluster('candidate', defaults, '', 'delete', target('steady'), hosts);
+    const steady = new Cluster('candidate', defaults, '', 'delete', { postgres: target('steady'), hosts });
     let idle: FleetResult['idle'];
     let handoff: number[];
     let handoffConnections: ConnectionCounts;
@@ -129,7 +129,7 @@ export async function fleet(size: FleetSize, random: () => number, log: (line: s
     log(`fleet handoffs done`);
 
     // Crashes: a short lease, so that the trials take seconds, not minutes each.
-    const crashing = new Cluster('candidate', shortLease, '', 'delete', target('crash'), hosts);
+    const crashing = new Cluster('candidate', shortLease, '', 'delete', { postgres: target('crash'), hosts });
     let takeover: { fromKill: number[]; pastExpiry: number[] };
     try {
       await crashing.start(processes);

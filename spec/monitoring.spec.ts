@@ -180,8 +180,8 @@ describe.each(['delete', 'wal'] as const)(
     };
 
     it('answers every query of the Grafana dashboard, and fires for flapping by restarted workers, for candidates that all stepped down, and for workers that all died', async () => {
-      cluster = new Cluster('candidate', { renewEvery: 200, expiresAfter: 1_000, retryEvery: 200 }, folder, journal, undefined, [], {
-        metrics: true,
+      cluster = new Cluster('candidate', { renewEvery: 200, expiresAfter: 1_000, retryEvery: 200 }, folder, journal, {
+        extra: { metrics: true },
       });
       await cluster.start(3);
       await startWatch();

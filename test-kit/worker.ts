@@ -199,6 +199,9 @@ export function openWorkerConnection(
     raw = new BunDatabase(file);
   }
   const db = asBetterSqlite3(raw) as Database.Database;
+  // bun:sqlite takes no timeout when it opens: the same 10 s as the others' before the setup,
+  // whose statements would meet another process's lock at once without it.
+  if (driver === 'bun:sqlite') db.exec('PRAGMA busy_timeout = 10000');
   db.exec(`PRAGMA journal_mode = ${journal}`);
   if (journal === 'wal') db.exec('PRAGMA synchronous = NORMAL');
   if (setupSql) db.exec(setupSql);

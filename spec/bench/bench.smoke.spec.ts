@@ -1,8 +1,9 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { IdleRun } from '../../bench/bench';
+import type { IdleRun } from '../../bench/idle';
 import type { Comparison } from '../../bench/cluster';
+import type { DriverRun } from '../../bench/drivers';
 import type { FleetResult } from '../../bench/fleet';
 import { SpawnedScript } from '../support/spawned-script';
 
@@ -24,6 +25,7 @@ describe('npm run bench -- --smoke', () => {
         fleet: FleetResult;
         idle: Array<IdleRun & { journal: string; kind: string }>;
         statements: Record<string, unknown>;
+        drivers: DriverRun[];
         crashes: Record<string, { overlaps: number; stopped: { electedBeforeExpiry: number; electedPastExpiry: number } }>;
       };
       expect(results.comparisons.length).toBeGreaterThanOrEqual(4);
@@ -66,6 +68,19 @@ describe('npm run bench -- --smoke', () => {
       ]);
       for (const run of results.idle) expect(Number.isFinite(run.leader) && run.elections >= 1).toBe(true);
       expect(Object.keys(results.statements).sort()).toEqual(['delete', 'wal']);
+      // Each SQLite driver on its runtime, in both modes: handoffs, takeovers, idle, and one leader at a time.
+      expect(results.drivers.map((run) => `${run.journal} ${run.driver}`).sort()).toEqual([
+        'delete better-sqlite3',
+        'delete bun:sqlite',
+        'delete node:sqlite',
+        'wal better-sqlite3',
+        'wal bun:sqlite',
+        'wal node:sqlite',
+      ]);
+      for (const run of results.drivers) {
+        expect(run.overlaps).toBe(0);
+        expect(Number.isFinite(run.handoff.p50) && Number.isFinite(run.takeover.p50) && Number.isFinite(run.idle.leader)).toBe(true);
+      }
       expect(existsSync(join(out, 'latency.svg'))).toBe(true);
     } finally {
       rmSync(out, { recursive: true, force: true });
