@@ -190,18 +190,18 @@ export function openWorkerConnection(
   let raw: unknown;
   if (driver === 'better-sqlite3') {
     const BetterSqlite3 = require('better-sqlite3') as typeof Database; // eslint-disable-line @typescript-eslint/no-require-imports -- loaded only when asked for
-    raw = new BetterSqlite3(file);
+    raw = new BetterSqlite3(file, { timeout: 10_000 });
   } else if (driver === 'node:sqlite') {
-    const { DatabaseSync } = require('node:sqlite') as { DatabaseSync: new (file: string) => unknown }; // eslint-disable-line @typescript-eslint/no-require-imports -- Node.js 22.13+ only
-    raw = new DatabaseSync(file);
+    const { DatabaseSync } = require('node:sqlite') as { DatabaseSync: new (file: string, options: object) => unknown }; // eslint-disable-line @typescript-eslint/no-require-imports -- Node.js 22.13+ only
+    raw = new DatabaseSync(file, { timeout: 10_000 });
   } else {
     const { Database: BunDatabase } = require('bun:sqlite') as { Database: new (file: string) => unknown }; // eslint-disable-line @typescript-eslint/no-require-imports -- Bun only
     raw = new BunDatabase(file);
   }
   const db = asBetterSqlite3(raw) as Database.Database;
-  // The setup's statements wait for another process's lock (bun:sqlite takes no timeout
-  // when it opens, so none of the drivers is given one there); then the busy timeout asked.
-  db.exec('PRAGMA busy_timeout = 10000');
+  // bun:sqlite takes no timeout when it opens: the same 10 s as the others' before the setup,
+  // whose statements would meet another process's lock at once without it.
+  if (driver === 'bun:sqlite') db.exec('PRAGMA busy_timeout = 10000');
   db.exec(`PRAGMA journal_mode = ${journal}`);
   if (journal === 'wal') db.exec('PRAGMA synchronous = NORMAL');
   if (setupSql) db.exec(setupSql);
