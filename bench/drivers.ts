@@ -5,11 +5,13 @@
  * handoffs, crash takeovers (SIGKILL, the standbys watching), and what an idle cluster costs.
  */
 import { execFileSync } from 'node:child_process';
-import { driverRuntime, sqliteDrivers } from '../test-kit/runtimes';
+import { bunRuntime, nodeRuntime } from '../test-kit/runtimes';
 import type { SqliteDriver } from '../test-kit/library-internals';
 import { JournalMode } from '../test-kit/worker';
 import { Cluster, Distribution, distribution, handoffs, takeovers, Timing } from './cluster';
 import { IdleRun, idleRun } from './idle';
+
+export const sqliteDrivers: readonly SqliteDriver[] = ['better-sqlite3', 'node:sqlite', 'bun:sqlite'];
 
 /** One driver in one journal mode: what its trials measured. */
 export interface DriverRun {
@@ -34,6 +36,13 @@ export interface DriverTrials {
   idleSeconds: number;
 }
 
+/** The runtime that runs a driver's workers. */
+function runtimeOf(driver: SqliteDriver): string {
+  if (driver === 'node:sqlite') return nodeRuntime('24.22.3').node;
+  if (driver === 'bun:sqlite') return bunRuntime();
+  return process.execPath;
+}
+
 /**
  * Every driver in `journal`: handoffs and takeovers one driver after another (they time
  * milliseconds: nothing else runs meanwhile), then the idle clusters of all three at once,
@@ -47,7 +56,7 @@ export async function driverRuns(
   random: () => number,
 ): Promise<DriverRun[]> {
   const clusterOf = (driver: SqliteDriver, timing: Timing) =>
-    new Cluster('candidate', timing, folder, journal, { extra: { driver }, runtime: driverRuntime(driver) });
+    new Cluster('candidate', timing, folder, journal, { extra: { driver }, runtime: runtimeOf(driver) });
   const within = async <T>(cluster: Cluster, body: (cluster: Cluster) => Promise<T>): Promise<T & { overlaps: number }> => {
     try {
       await cluster.start(trials.processes);
@@ -72,7 +81,7 @@ export async function driverRuns(
   );
   return timed.map(({ driver, handoff, takeover }, i) => ({
     driver,
-    runtime: execFileSync(driverRuntime(driver), ['--version'], { encoding: 'utf8' }).trim(),
+    runtime: execFileSync(runtimeOf(driver), ['--version'], { encoding: 'utf8' }).trim(),
     journal,
     handoff: distribution(handoff.latencies),
     takeover: distribution(takeover.fromKill),

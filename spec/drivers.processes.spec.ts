@@ -1,6 +1,6 @@
 import { overlappingBeliefs } from '../test-kit/history';
 import { eventually } from '../test-kit/eventually';
-import { driverRuntime, sqliteDrivers } from '../test-kit/runtimes';
+import { bunRuntime, nodeRuntime } from '../test-kit/runtimes';
 import type { SqliteDriver } from '../test-kit/library-internals';
 import { ChildWorker } from './support/child-worker';
 import { workerProcesses } from './support/worker-processes';
@@ -12,11 +12,14 @@ import { workerProcesses } from './support/worker-processes';
 describe.each(['wal', 'delete'] as const)('one leader among three drivers on one file, journal_mode %s', (journal) => {
   const processes = workerProcesses(journal);
   const { start, leaderAmong, history, explain } = processes;
-  beforeAll(() => sqliteDrivers.forEach(driverRuntime), 300_000); // fetched once, before the timed parts
+  let runtimes: Record<SqliteDriver, string>;
+  beforeAll(() => {
+    runtimes = { 'better-sqlite3': process.execPath, 'node:sqlite': nodeRuntime('24.22.3').node, 'bun:sqlite': bunRuntime() };
+  }, 300_000);
 
   const timing = { renewEvery: 200, expiresAfter: 2_000, retryEvery: 100 };
-  const drivers = [...sqliteDrivers];
-  const startOn = (driver: SqliteDriver) => start('candidate', { ...timing, driver }, [], driverRuntime(driver));
+  const drivers: SqliteDriver[] = ['better-sqlite3', 'node:sqlite', 'bun:sqlite'];
+  const startOn = (driver: SqliteDriver) => start('candidate', { ...timing, driver }, [], runtimes[driver]);
 
   it('elects one of them at a time, hands over between drivers, and takes over from a killed one of each', () =>
     explain(async () => {
@@ -47,7 +50,7 @@ describe.each(['wal', 'delete'] as const)('one leader among three drivers on one
   it("takes over at once from a killed leader of each driver, on the kernel's proof, long before its lease ends", () =>
     explain(async () => {
       const long = { renewEvery: 20_000, expiresAfter: 60_000, retryEvery: 30_000 };
-      const startLong = (driver: SqliteDriver) => start('candidate', { ...long, driver }, [], driverRuntime(driver));
+      const startLong = (driver: SqliteDriver) => start('candidate', { ...long, driver }, [], runtimes[driver]);
       const workers = new Map<ChildWorker, SqliteDriver>(drivers.map((driver) => [startLong(driver), driver]));
       await eventually('every driver campaigning', () => [...workers.keys()].every((w) => w.find('subscribed')), 30_000);
       const killed = new Set<SqliteDriver>();

@@ -1,7 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { SqliteDriver } from './library-internals';
 
 /*
  * The runtimes users have, beside the one running the tests: official Node.js builds and
@@ -58,14 +57,4 @@ export function nodeRuntime(version: NodeVersion): { node: string; home: string 
 /** The Bun binary. */
 export function bunRuntime(): string {
   return join(unpacked(`@oven/bun-linux-x64@${bunVersion}`, `bun-${bunVersion}`), 'bin', 'bun');
-}
-
-/** The SQLite drivers, each with the runtime a user of it has: better-sqlite3 on this process's Node.js. */
-export const sqliteDrivers: readonly SqliteDriver[] = ['better-sqlite3', 'node:sqlite', 'bun:sqlite'];
-
-/** The runtime that runs `driver`'s processes: this Node.js, Node.js 24 (node:sqlite), or Bun. */
-export function driverRuntime(driver: SqliteDriver): string {
-  if (driver === 'node:sqlite') return nodeRuntime('24.22.3').node;
-  if (driver === 'bun:sqlite') return bunRuntime();
-  return process.execPath;
 }
