@@ -20,7 +20,7 @@ import { ChangeListeners } from '../change-listeners';
 import { PostgresLeaseStoreConfig, resolvePostgresConfig } from './postgres-config';
 import { toLeadershipError } from './postgres-error';
 import { checkMayCampaign } from './postgres-privileges';
-import { installPostgresSchema, PostgresLeaseTable, qualifiedNames } from './postgres-schema';
+import { hasLeaseLength, installPostgresSchema, LeaseTableShape, PostgresLeaseTable, qualifiedNames } from './postgres-schema';
 import { StoreSession } from './postgres-session';
 import { StandbyLocks } from './postgres-standby';
 import { idleBound, keepsOff, Row, statementsFor, toRecord, toView } from './postgres-statements';
@@ -91,7 +91,10 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, ChangeSigna
   readonly clock = 'server';
   /** Notifications, standby places as advisory locks, and fencing under the row's lock; no proof of a tenure's end across hosts. */
   readonly capabilities: FencingCapabilities<PoolClient> = { changes: this, standby: this, fencing: this };
-  private readonly statements: ReturnType<typeof statementsFor>;
+  /** The statements as the table's shape allows (see `statementsFor`): with `lease_ms` until the schema says otherwise. */
+  private statements: ReturnType<typeof statementsFor>;
+  /** Whether the table has `lease_ms`, as last seen. */
+  private leaseLength = true;
   /** The table and its term sequence, quoted. */
   private readonly qualified: { readonly table: string; readonly termSequence: string };
   /** What is announced on the channel: an election or a release of this table, and no other that shares the server. */
@@ -119,7 +122,7 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, ChangeSigna
     private readonly queryTimeout: number,
   ) {
     this.qualified = qualifiedNames(names);
-    this.statements = statementsFor(this.qualified);
+    this.statements = statementsFor(this.qualified, { leaseLength: true });
     const { table } = this.qualified;
     this.payloads = { elected: `elected ${table}`, released: `released ${table}`, renewed: `renewed ${table}` };
     this.session = new StoreSession(pool, queryTimeout, table, {
@@ -164,6 +167,7 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, ChangeSigna
         void this.leaveStandby(slot, holder).catch(nothing); // a leader is nobody's standby
         return answer(true, taken);
       }
+      if (await this.leaseLengthAdded()) return this.acquire(slot, holder, now, expiresAfter, options);
       const [seen] = await this.query<Row>(this.statements.read, [slot]);
       // Taken by another in between, or released again since: either way not ours.
       return seen === undefined ? this.acquire(slot, holder, now, expiresAfter, options) : answer(false, seen);
@@ -179,8 +183,9 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, ChangeSigna
 
   renew({ slot, holder, term }: Lease, _now: ClockReading, expiresAfter: number): Promise<boolean> {
     return this.operation(async () => {
-      const rows = await this.query(this.statements.renew, [slot, holder, term, expiresAfter, this.payloads.renewed]);
-      return rows.length === 1;
+      const renew = () => this.query(this.statements.renew, [slot, holder, term, expiresAfter, this.payloads.renewed]);
+      if ((await renew()).length === 1) return true;
+      return (await this.leaseLengthAdded()) && (await renew()).length === 1;
     });
   }
 
@@ -303,11 +308,33 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, ChangeSigna
   }
 
   private ready(): Promise<void> {
-    this.schemaReady ??= installPostgresSchema(this.pool, this.names).catch((error: unknown) => {
-      this.schemaReady = undefined; // tried again at the next operation
-      throw error;
-    });
+    this.schemaReady ??= installPostgresSchema(this.pool, this.names, (message) =>
+      process.emitWarning(`observe-leadership: ${message}`, { code: 'OBSERVE_LEADERSHIP_NO_LEASE_LENGTH' }),
+    ).then(
+      (shape) => this.useShape(shape),
+      (error: unknown) => {
+        this.schemaReady = undefined; // tried again at the next operation
+        throw error;
+      },
+    );
     return this.schemaReady;
+  }
+
+  private useShape({ leaseLength }: LeaseTableShape): void {
+    if (leaseLength === this.leaseLength) return;
+    this.leaseLength = leaseLength;
+    this.statements = statementsFor(this.qualified, { leaseLength });
+  }
+
+  /**
+   * After a write that did nothing on a table used without `lease_ms`: whether the column
+   * was added since (the writes then do nothing, see `statementsFor`), in which case the
+   * store writes with it from now on.
+   */
+  private async leaseLengthAdded(): Promise<boolean> {
+    if (this.leaseLength || !(await hasLeaseLength((text, values) => this.query(text, values), this.names))) return false;
+    this.useShape({ leaseLength: true });
+    return true;
   }
 
   private query<R extends QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {

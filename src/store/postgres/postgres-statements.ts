@@ -1,6 +1,7 @@
 import type { QueryResultRow } from 'pg';
 import { MAX_DELAY } from '../../core/argument-check';
 import type { LeaseRecord, LeaseView } from '../lease-store';
+import type { LeaseTableShape } from './postgres-schema';
 
 /*
  * The PostgreSQL store's SQL, and how its rows are read: every statement the store sends,
@@ -9,6 +10,9 @@ import type { LeaseRecord, LeaseView } from '../lease-store';
 
 /** The channel on which elections and releases are announced; the payload says which and of which table. */
 export const channel = 'observe_leadership';
+
+/** `text` as a string literal: the names of the user's naming may hold a quote. */
+const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
 /** The server's clock, in Unix ms: the one clock every candidate of every machine agrees on. */
 const serverNow = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
@@ -27,11 +31,21 @@ export interface Row extends QueryResultRow {
 
 /**
  * The lease's length, read whether or not the table has the column yet (an observer may
- * read a table that only an earlier version's candidates wrote).
+ * read a table that only an earlier version's candidates wrote, or one made without it).
  */
-const leaseLength = `(to_jsonb(lease) ->> 'lease_ms')::bigint AS lease_ms`;
+const readLength = `(to_jsonb(lease) ->> 'lease_ms')::bigint AS lease_ms`;
 
-export function statementsFor({ table, termSequence }: { table: string; termSequence: string }) {
+/**
+ * The statements of a table, as its shape allows: with `lease_ms` (`leaseLength`), every
+ * lease written says its length; without it (a table made by hand without the column, for
+ * a role that may not add it), leases are judged by the server's clock, and every write
+ * does nothing once the column exists (someone added it meanwhile): a lease written then
+ * without its length would keep the length of the tenure before, so the store looks again
+ * and writes with it.
+ */
+export function statementsFor({ table, termSequence }: { table: string; termSequence: string }, { leaseLength }: LeaseTableShape) {
+  const noLengthYet = `NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = ${literal(table)}::regclass AND attname = 'lease_ms' AND NOT attisdropped)`;
+  const nextTerm = `nextval(${literal(termSequence)})`;
   // $3 is the lease's length: the server's clock sets its end, and the row keeps the length.
   // Taking a free, expired or own row draws a new term from the sequence, evaluated under the
   // row's lock, after every tenure granted before. Observers that listen hear of the election
@@ -41,17 +55,22 @@ export function statementsFor({ table, termSequence }: { table: string; termSequ
   // judged by it: it is taken only as exactly the lease ($5, $6, $7: holder, term, expiry)
   // that the follower watched unchanged for that length on its own monotonic clock (see
   // LeaseObservation), which a renewal or a takeover meanwhile changes. A row without a
-  // length, from an earlier version, is judged by the server's clock, as it was then.
-  const upsert = ({ from = '', where = '' } = {}) => `INSERT INTO ${table} AS lease (slot, holder, expires_at, term, lease_ms)
-        SELECT $1, $2, clock.now + $3, nextval('${termSequence}'), $3 FROM ${from}(SELECT ${serverNow} AS now) AS clock ${where}
+  // length (from an earlier version, or a table without the column) is judged by the
+  // server's clock, strictly past its end as the original worker judges.
+  const upsert = ({ from = '', where = [] as string[] } = {}) => {
+    const conditions = leaseLength ? where : [...where, noLengthYet];
+    return `INSERT INTO ${table} AS lease (slot, holder, expires_at, term${leaseLength ? ', lease_ms' : ''})
+        SELECT $1, $2, clock.now + $3, ${nextTerm}${leaseLength ? ', $3' : ''}
+        FROM ${from}(SELECT ${serverNow} AS now) AS clock ${conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : ''}
         ON CONFLICT (slot) DO UPDATE
-          SET holder = excluded.holder, expires_at = excluded.expires_at, term = nextval('${termSequence}'), lease_ms = excluded.lease_ms
+          SET holder = excluded.holder, expires_at = excluded.expires_at, term = ${nextTerm}${leaseLength ? ', lease_ms = excluded.lease_ms' : ''}
           WHERE lease.holder = excluded.holder
-            OR (lease.lease_ms IS NULL AND lease.expires_at < excluded.expires_at - $3)
+            OR (${leaseLength ? 'lease.lease_ms IS NULL AND ' : ''}lease.expires_at < excluded.expires_at - $3)
             OR (lease.holder = $5 AND lease.term = $6 AND lease.expires_at = $7)
-        RETURNING holder, term, expires_at, lease_ms, expires_at - $3 AS now`;
+        RETURNING holder, term, expires_at, ${leaseLength ? 'lease_ms' : 'NULL::bigint AS lease_ms'}, expires_at - $3 AS now`;
+  };
   return {
-    read: `SELECT holder, term, expires_at, ${leaseLength}, ${serverNow} AS now FROM ${table} AS lease WHERE slot = $1`,
+    read: `SELECT holder, term, expires_at, ${readLength}, ${serverNow} AS now FROM ${table} AS lease WHERE slot = $1`,
     take: `WITH taken AS (${upsert()})
       SELECT holder, term, expires_at, lease_ms, now, pg_notify('${channel}', $4) FROM taken`,
     // The same for an attempt that every follower makes when a release is announced: only
@@ -61,7 +80,7 @@ export function statementsFor({ table, termSequence }: { table: string; termSequ
     // the compare-and-set alone decides who leads.
     // The gate's key is the election's payload (this table) and the slot.
     takeInCrowd: `WITH gate AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtextextended($4, $1)) AS open),
-      taken AS (${upsert({ from: 'gate, ', where: 'WHERE gate.open' })})
+      taken AS (${upsert({ from: 'gate, ', where: ['gate.open'] })})
       SELECT gate.open, taken.holder, taken.term, taken.expires_at, taken.lease_ms, taken.now,
         CASE WHEN taken.holder IS NOT NULL THEN pg_notify('${channel}', $4) END AS notified
       FROM gate LEFT JOIN taken ON true`,
@@ -73,8 +92,8 @@ export function statementsFor({ table, termSequence }: { table: string; termSequ
     // not there. A lease that had ended before the renewal arrived is renewed if nobody
     // took it, as on SQLite.
     // Followers that time the lease by watching it (the standbys listen) hear of it at once.
-    renew: `WITH renewed AS (UPDATE ${table} SET expires_at = ${serverNow} + $4, lease_ms = $4
-        WHERE slot = $1 AND holder = $2 AND term = $3
+    renew: `WITH renewed AS (UPDATE ${table} SET expires_at = ${serverNow} + $4${leaseLength ? ', lease_ms = $4' : ''}
+        WHERE slot = $1 AND holder = $2 AND term = $3${leaseLength ? '' : ` AND ${noLengthYet}`}
         AND (SELECT lease.expires_at >= ${serverNow} OR lease.expires_at < ${arrival}
           FROM (SELECT expires_at FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease)
         RETURNING slot)
@@ -86,7 +105,7 @@ export function statementsFor({ table, termSequence }: { table: string; termSequ
     // Standby places: the first free of `$2` advisory locks of the slot, on the session.
     standBy: `SELECT place FROM generate_series(0, $2::int - 1) AS place WHERE pg_try_advisory_lock(hashtext($1), place) LIMIT 1`,
     leaveStandby: `SELECT pg_advisory_unlock(hashtext($1), $2::int)`,
-    lockForFencing: `SELECT lease.holder, lease.term, lease.expires_at, ${leaseLength}, ${serverNow} AS now
+    lockForFencing: `SELECT lease.holder, lease.term, lease.expires_at, ${readLength}, ${serverNow} AS now
       FROM (SELECT * FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease`,
     // What a candidate needs besides reading: has_table_privilege with several privileges
     // says whether any is held, so each is asked alone. nextval needs USAGE or UPDATE.
