@@ -80,7 +80,7 @@ describe('the observe-leadership command', () => {
     it('refuses what is not a SQLite file, and PostgreSQL, whose candidates make their table', async () => {
       const text = join(file.file, '..', 'notes.txt');
       writeFileSync(text, 'not a database, and long enough to be read as one '.repeat(20));
-      expect(await cli('init', text)).toEqual({ code: 3, output: expect.stringContaining(`cannot open ${text} as a SQLite database`) });
+      expect(await cli('init', text)).toEqual({ code: 5, output: expect.stringContaining(`${text} is not a SQLite database`) });
       expect(await cli('init', 'postgres://nobody@127.0.0.1/none')).toEqual({
         code: 2,
         output: expect.stringContaining('init is for SQLite files'),
@@ -90,10 +90,23 @@ describe('the observe-leadership command', () => {
   });
 
   describe('status', () => {
-    it('says what is wrong, with an exit code of its own: missing file 3, no table 4, bad arguments 2', async () => {
+    it('says what is wrong, with an exit code of its own: missing file 3, no table 4, not a database 5, bad arguments 2', async () => {
       expect(await cli('status', join(file.file, '..', 'missing.db'))).toEqual({
         code: 3,
         output: expect.stringContaining('no database at'),
+      });
+      const packageJson = join(__dirname, '..', '..', 'package.json');
+      expect(await cli('status', packageJson)).toEqual({
+        code: 5,
+        output: `observe-leadership: ${packageJson} is not a SQLite database, or a damaged one (file is not a database)\n`,
+      });
+      expect(await cli('status', file.file, '--frobnicate')).toEqual({
+        code: 2,
+        output: expect.stringContaining("Unknown option '--frobnicate'"),
+      });
+      expect(await cli('status', file.file, '--slot')).toEqual({
+        code: 2,
+        output: expect.stringContaining("Option '--slot <value>' argument missing"),
       });
       expect(await cli('status', file.file)).toEqual({ code: 4, output: expect.stringContaining('no worker_leadership table') });
       expect(await cli('status', file.file, '--slot', 'x')).toEqual({
@@ -110,7 +123,8 @@ describe('the observe-leadership command', () => {
         expect(text.code).toBe(0);
         expect(text.output).toMatch(/holder +worker-1\nterm +1\nexpires +in \d+\.\d s .*\nlive +yes/);
         const json = await cli('status', file.file, '--json');
-        expect(JSON.parse(json.output)).toEqual({
+        const status = JSON.parse(json.output);
+        expect(status).toEqual({
           slot: 0,
           holder: 'worker-1',
           term: 1,
@@ -118,6 +132,7 @@ describe('the observe-leadership command', () => {
           expiresIn: expect.any(Number),
           live: true,
         });
+        expect(Number.isInteger(status.expiresIn)).toBe(true); // whole ms, as the lease's end is stored
       } finally {
         worker.unsubscribe();
       }

@@ -1,3 +1,5 @@
+import { parseArgs } from 'node:util';
+
 /** What went wrong, as the process exit code says it (documented in docs/command-line.md). */
 export const exitCode = {
   ok: 0,
@@ -5,6 +7,7 @@ export const exitCode = {
   usage: 2,
   noDatabase: 3,
   noTable: 4,
+  notDatabase: 5,
 } as const;
 
 /** An error the CLI reports in one line, exiting with `code`. */
@@ -22,37 +25,35 @@ export class CliError extends Error {
 /** A command line split into its positional arguments, its `--options`, and what follows `--`. */
 export interface ParsedArguments {
   readonly positional: string[];
-  readonly options: Map<string, string | true>;
+  readonly options: Map<string, string | boolean>;
   readonly rest: string[];
 }
 
 /**
- * Splits `argv` (without node and the script): `--name value`, `--name=value`, and `--flag`
- * for the names in `flags`; everything after `--` is `rest`, untouched.
+ * Splits `argv` (without node and the script) with `node:util`'s `parseArgs`: `--name
+ * value` and `--name=value` for the names in `valued`, `--flag` for those in `flags`, and
+ * nothing else; everything after the first `--` is `rest`, untouched (the command `run`
+ * starts, with its own options).
  */
 export function parseArguments(argv: readonly string[], valued: readonly string[], flags: readonly string[]): ParsedArguments {
-  const positional: string[] = [];
-  const options = new Map<string, string | true>();
   const separator = argv.indexOf('--');
-  const own = separator >= 0 ? argv.slice(0, separator) : argv;
-  for (let i = 0; i < own.length; i++) {
-    const argument = own[i];
-    if (!argument.startsWith('--')) {
-      positional.push(argument);
-      continue;
-    }
-    const [name, inline] = argument.slice(2).split(/=(.*)/s, 2);
-    if (flags.includes(name) && inline === undefined) {
-      options.set(name, true);
-    } else if (valued.includes(name)) {
-      const value = inline ?? own[++i];
-      if (value === undefined) throw new CliError(exitCode.usage, `--${name} needs a value`);
-      options.set(name, value);
-    } else {
-      throw new CliError(exitCode.usage, `unknown option --${name}`);
-    }
+  const own = separator >= 0 ? argv.slice(0, separator) : [...argv];
+  const options = Object.fromEntries([
+    ...valued.map((name) => [name, { type: 'string' as const }]),
+    ...flags.map((name) => [name, { type: 'boolean' as const }]),
+  ]);
+  try {
+    const { values, positionals } = parseArgs({ args: own, options, allowPositionals: true, strict: true });
+    return {
+      positional: positionals,
+      options: new Map(Object.entries(values).filter((entry): entry is [string, string | boolean] => entry[1] !== undefined)),
+      rest: separator >= 0 ? argv.slice(separator + 1) : [],
+    };
+  } catch (error) {
+    // parseArgs's own words ("Unknown option '--frob'", "Option '--slot <value>' argument
+    // missing"), up to where it explains '--', which here starts a command.
+    throw new CliError(exitCode.usage, (error as Error).message.split('. ')[0]);
   }
-  return { positional, options, rest: separator >= 0 ? argv.slice(separator + 1) : [] };
 }
 
 /** The option `name` as a whole number from `min` to `max`, or `fallback` when absent. */

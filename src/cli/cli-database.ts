@@ -8,7 +8,7 @@ import { LeaseReader, LeaseStore, LeaseView, LockTaken } from '../store/lease-st
 import { postgresLeaseStore, PostgresLeaseStore } from '../store/postgres/postgres-lease-store';
 import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 import type { SqliteDatabaseLike } from '../store/sqlite/sqlite-database-like';
-import { OpenedSqliteFile, openSqliteFile } from './sqlite-file';
+import { expectSqliteDatabase, OpenedSqliteFile, openSqliteFile } from './sqlite-file';
 import { CliError, exitCode, ParsedArguments } from './cli-arguments';
 
 /**
@@ -58,11 +58,12 @@ async function openSqlite(file: string, readonly: boolean): Promise<CliDatabase>
   let opened: OpenedSqliteFile;
   try {
     opened = await openSqliteFile(file, { readonly, create: false });
-    opened.db.prepare('SELECT count(*) FROM sqlite_master').get(); // not a database: fails here
   } catch (error) {
+    if (error instanceof CliError) throw error;
     throw new CliError(exitCode.noDatabase, `cannot open ${file} as a SQLite database: ${(error as Error).message}`);
   }
   const { db } = opened;
+  expectSqliteDatabase(db, file);
   return {
     name: file,
     source: opened.raw as SqliteDatabaseLike,

@@ -2,7 +2,7 @@ import type { Database } from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { installSqliteSchema } from '../store/sqlite/sqlite-schema';
 import { CliError, exitCode, parseArguments } from './cli-arguments';
-import { openSqliteFile } from './sqlite-file';
+import { expectSqliteDatabase, openSqliteFile } from './sqlite-file';
 
 /**
  * `init <file> [--wal]`: creates the SQLite file and the lease tables, once, where `run`,
@@ -24,14 +24,11 @@ export async function initCommand(argv: readonly string[], print: (line: string)
   try {
     ({ db } = await openSqliteFile(file, { readonly: false, create: true }));
   } catch (error) {
+    if (error instanceof CliError) throw error;
     throw new CliError(exitCode.noDatabase, `cannot create ${file}: ${(error as Error).message}`);
   }
+  expectSqliteDatabase(db, file);
   try {
-    try {
-      db.prepare('SELECT count(*) FROM sqlite_master').get(); // not a database: fails here
-    } catch (error) {
-      throw new CliError(exitCode.noDatabase, `cannot open ${file} as a SQLite database: ${(error as Error).message}`);
-    }
     if (parsed.options.has('wal')) db.pragma('journal_mode = WAL');
     installSqliteSchema(db);
     const mode = db.pragma('journal_mode', { simple: true }) as string;

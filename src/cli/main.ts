@@ -23,8 +23,8 @@ const usage = `usage: observe-leadership <command> <database> [options]
       campaign, and run the command only while leading; its environment has
       OBSERVE_LEADERSHIP_SLOT, OBSERVE_LEADERSHIP_HOLDER and OBSERVE_LEADERSHIP_TERM
 
-exit codes: 0 done, 1 failed, 2 bad arguments, 3 no such database, 4 no worker_leadership table;
-run exits with its command's code`;
+exit codes: 0 done, 1 failed, 2 bad arguments, 3 no such database, 4 no worker_leadership table,
+5 a file that is not a SQLite database; run exits with its command's code`;
 
 /** Runs one command line; resolves with the exit code. Never throws. */
 export async function main(

@@ -1,5 +1,7 @@
 import type { Database } from 'better-sqlite3';
 import { asBetterSqlite3, SqliteDriver } from '../store/sqlite/sqlite-driver';
+import { toLeadershipError } from '../store/sqlite/sqlite-error';
+import { CliError, exitCode } from './cli-arguments';
 
 /** A SQLite file the command line opened, with the driver it took. */
 export interface OpenedSqliteFile {
@@ -41,9 +43,10 @@ export async function openSqliteFile(
     sqlite = (await import('node:sqlite' as string)) as typeof sqlite;
   } catch (error) {
     failures.push(`node:sqlite (${(error as Error).message})`);
-    throw new Error(`no SQLite driver: install better-sqlite3, or run on Node.js 22.13+ or Bun; tried ${failures.join(', ')}`, {
-      cause: error,
-    });
+    throw new CliError(
+      exitCode.failed,
+      `no SQLite driver: install better-sqlite3, or run on Node.js 22.13+ or Bun; tried ${failures.join(', ')}`,
+    );
   }
   const raw = new sqlite.DatabaseSync(file, { readOnly: readonly, timeout: 1_000 });
   return { raw, db: asBetterSqlite3(raw) as Database, driver: 'node:sqlite' };
@@ -58,4 +61,22 @@ function isMissingDriver(error: unknown): boolean {
     code === 'ERR_DLOPEN_FAILED' ||
     /not yet supported in Bun|NODE_MODULE_VERSION|Could not locate the bindings file/.test(message)
   );
+}
+
+/**
+ * Checks that the file `db` opened is a SQLite database by reading its schema (opening
+ * reads nothing), and closes it if not: exit code 5 for a file that is something else (or a
+ * damaged database), 3 for one that cannot be read at all.
+ */
+export function expectSqliteDatabase(db: Database, file: string): void {
+  try {
+    db.prepare('SELECT count(*) FROM sqlite_master').get();
+  } catch (error) {
+    const notDatabase = toLeadershipError(error, db).code === 'DATABASE_CORRUPT';
+    db.close();
+    const reason = (error as Error).message;
+    throw notDatabase
+      ? new CliError(exitCode.notDatabase, `${file} is not a SQLite database, or a damaged one (${reason})`)
+      : new CliError(exitCode.noDatabase, `cannot read ${file} as a SQLite database: ${reason}`);
+  }
 }

@@ -23,7 +23,8 @@ export async function statusCommand(argv: readonly string[], print: (line: strin
       ? {
           slot,
           ...view.lease,
-          expiresIn: view.expiresIn,
+          // Whole ms, as the lease's end is stored: what is below comes from the reading, not the lease.
+          expiresIn: Math.round(view.expiresIn),
           live: liveness(view),
           ...(view.observeFor !== undefined && { length: view.observeFor }),
         }
