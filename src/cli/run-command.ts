@@ -2,6 +2,7 @@ import { Observable, Subscription } from 'rxjs';
 import { MAX_DELAY } from '../core/argument-check';
 import { ElectedEvent, LeadershipEvent } from '../core/leadership-event';
 import { observeLeadership } from '../surface/observe-leadership';
+import { errorText } from './error-text';
 import { CliError, exitCode, integerOption, parseArguments } from './cli-arguments';
 import { CliDatabase, openCliDatabase } from './cli-database';
 import { SupervisedCommand } from './supervised-command';
@@ -109,11 +110,11 @@ function superviseWhileLeading(
           log(`lost the lease (${event.reason}), term ${event.term}: stopping ${name}`);
           void command.stop();
         } else if (event.type === 'error') {
-          log(`database error, still campaigning: ${event.error.message}`);
+          log(`database error, still campaigning: ${errorText(event.error)}`);
         }
       },
       error: (error: Error) => {
-        log(`stopped campaigning: ${error.message}`);
+        log(`stopped campaigning: ${errorText(error)}`);
         leading = undefined;
         void finish(exitCode.failed);
       },

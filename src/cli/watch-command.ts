@@ -2,6 +2,7 @@ import { Observable } from 'rxjs';
 import { MAX_DELAY } from '../core/argument-check';
 import type { LeaderState } from '../surface/leader-state';
 import { observeLeader } from '../surface/observe-leader';
+import { errorText } from './error-text';
 import { exitCode, integerOption, parseArguments } from './cli-arguments';
 import { openCliDatabase } from './cli-database';
 import { prometheusText } from './prometheus-text';
@@ -34,7 +35,7 @@ export async function watchCommand(argv: readonly string[], print: (line: string
         previous = state;
       },
       error: (error: Error) => {
-        print(`stopped: ${error.message}`);
+        print(`stopped: ${errorText(error)}`);
         finish(exitCode.failed);
       },
     });

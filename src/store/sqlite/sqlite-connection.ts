@@ -40,6 +40,8 @@ export class SqliteConnection {
 
   /** Runs `operation` once the connection and its file passed their checks, without the busy wait (see `withoutBusyWait`). */
   run<T>(operation: () => T): T {
+    // Asked first: bun:sqlite runs the statements prepared before its close() (the store's own) as if still open.
+    if (!this.db.open) throw new LeadershipError('DATABASE_CLOSED', 'The database connection is closed');
     return this.withoutBusyWait(() => {
       if (this.file === undefined && !this.db.memory) this.file = fileIdentity(this.db.name);
       this.checkConnection();
@@ -67,7 +69,7 @@ export class SqliteConnection {
     } catch (error) {
       throw toLeadershipError(error, this.db, { waited: false });
     } finally {
-      // Asked only when putting the timeout back fails: bun:sqlite cannot tell `open` without a statement.
+      // Asked only when putting the timeout back fails: a connection closed by the operation has nothing to put back.
       if (timeout !== 0) {
         try {
           pragmas?.set(timeout).get();

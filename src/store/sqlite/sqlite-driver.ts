@@ -159,12 +159,24 @@ abstract class Adapter<Raw extends SqliteDatabaseLike> {
  * transaction already open.
  */
 class NodeSqliteAdapter extends Adapter<NodeDatabase> {
+  /**
+   * The file, read once: node:sqlite throws at `location()` once the connection is closed. A
+   * connection closed before the library saw it counts as one in memory (no files beside
+   * it): its first operation ends with `DATABASE_CLOSED` anyway.
+   */
+  private readonly location: string | null;
+
+  constructor(raw: NodeDatabase) {
+    super(raw);
+    this.location = raw.isOpen ? raw.location() : null;
+  }
+
   get name(): string {
-    return this.raw.location() ?? ':memory:';
+    return this.location ?? ':memory:';
   }
 
   get memory(): boolean {
-    return !this.raw.location();
+    return !this.location;
   }
 
   /** Not told by the driver: a read-only connection is found out at its first write (`DATABASE_READONLY`). */
@@ -238,12 +250,15 @@ class BunSqliteAdapter extends Adapter<BunDatabase> {
     return false;
   }
 
-  /** Not told by the driver either: a connection that refuses a statement is closed. */
+  /**
+   * Not told by the driver either, and statements prepared before `close()` still run after
+   * it (Bun defers closing while they live): its `inTransaction` throws once it is closed,
+   * without running a statement.
+   */
   get open(): boolean {
     if (this.closed) return false;
     try {
-      this.raw.query('SELECT 1');
-      return true;
+      return typeof this.raw.inTransaction === 'boolean';
     } catch {
       return false;
     }

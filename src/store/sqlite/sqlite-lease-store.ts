@@ -358,6 +358,7 @@ export class SqliteLeaseStore implements LeaseStore, ChangeSignals, StandbyPlace
     const renew = db.prepare<[Lease & { expiresAt: number }]>(statementText.renew);
     const writeDeadline = db.prepare<[DeadlineParameters]>(statementText.writeDeadline);
     const standbyLeave = db.prepare<[{ slot: number; holder: string }]>(statementText.standbyLeave);
+    const mayWrite = db.prepare(statementText.mayWrite);
     this.statements = {
       read,
       standbyRead: db.prepare(statementText.standbyRead),
@@ -389,7 +390,9 @@ export class SqliteLeaseStore implements LeaseStore, ChangeSignals, StandbyPlace
       // The check and the work share one IMMEDIATE transaction: a takeover needs the write
       // lock, so it cannot fall between them, however long this process pauses. The time is
       // read once the lock is held, not before: waiting for the lock may outlast the lease.
+      // A read-only connection fails first, with DATABASE_READONLY, on every driver.
       fenced: db.transaction((held: Lease, now: () => ClockReading, runWork: () => unknown) => {
+        mayWrite.run();
         const row = read.get({ slot: held.slot, ...now() });
         checkLease(held, row, () => stands((row as LeaseRow).expiresIn));
         return runWork();

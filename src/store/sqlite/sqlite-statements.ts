@@ -76,4 +76,8 @@ export const statementText = {
     ON CONFLICT (slot, place) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
     WHERE expires_at < @now OR holder = @holder`,
   standbyLeave: `DELETE FROM worker_leadership_standby WHERE slot = @slot AND holder = @holder`,
+  // Needs to write and writes nothing: inside a transaction that holds the write lock already
+  // it costs nothing, and on a read-only connection it fails (SQLITE_READONLY), which
+  // node:sqlite and bun:sqlite do not tell otherwise (BEGIN IMMEDIATE succeeds there).
+  mayWrite: `DELETE FROM worker_leadership WHERE 0`,
 };
