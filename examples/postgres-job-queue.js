@@ -5,10 +5,20 @@
 // the other takes the queue over where it was, with a greater term.
 // @ts-check: typed through JSDoc, checked by `tsc --checkJs` (spec/package.spec.ts)
 'use strict';
-const { Pool } = require('pg');
+const { Pool } = requirePg();
 const { concatMap, interval } = require('rxjs');
 const { fenced, LeadershipError, observeLeadership, whileLeader } = require('observe-leadership');
 const { postgresLeaseStore } = require('observe-leadership/postgres');
+
+/** @returns {typeof import('pg')} */
+function requirePg() {
+  try {
+    return require('pg');
+  } catch {
+    console.error('this example needs the PostgreSQL driver: npm install pg');
+    process.exit(1);
+  }
+}
 
 const url = process.argv[2] ?? process.env.DATABASE_URL;
 const schema = process.argv[3] ?? 'example';

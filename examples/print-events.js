@@ -1,10 +1,13 @@
 // A worker that prints its leadership events. Run it in two terminals on the same file:
 //   npm run example -- /tmp/leader.db
-// One is elected and renews; stop it with Ctrl-C and the other takes over at once.
+// One is elected and renews; the other stands by, and says who leads (observeLeader: a
+// candidate that follows emits no event of its own until it is elected). Stop the leader
+// with Ctrl-C and the other takes over at once.
 // @ts-check: typed through JSDoc, checked by `tsc --checkJs` (spec/package.spec.ts)
 'use strict';
 const { openSqlite } = require('./support/open-sqlite');
-const { observeLeadership } = require('observe-leadership');
+const { distinctUntilChanged } = require('rxjs');
+const { observeLeader, observeLeadership } = require('observe-leadership');
 
 const file = process.argv[2] ?? 'leader.db';
 const db = openSqlite(file);
@@ -36,10 +39,25 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 }
 
 console.log(`${time(Date.now())}  campaigning on ${file} (pid ${process.pid}); Ctrl-C to stop`);
+let leading = false;
 const subscription = observeLeadership(db, { renewEvery: 1_000, expiresAfter: 3_000 }).subscribe({
-  next: (event) => console.log(`${time(Date.now())}  ${describe(event)}`),
+  next: (event) => {
+    if (event.type !== 'error') leading = event.type !== 'lost';
+    console.log(`${time(Date.now())}  ${describe(event)}`);
+  },
   error: (error) => {
     console.error(`stopped: ${error.code}: ${error.message}`);
     process.exitCode = 1;
   },
 });
+// While it follows, who leads instead (each change of hands, not each renewal).
+subscription.add(
+  observeLeader(db)
+    .pipe(distinctUntilChanged((before, now) => before.holder === now.holder && before.term === now.term))
+    .subscribe((state) => {
+      if (leading) return;
+      console.log(
+        `${time(Date.now())}  standing by: ${state.holder === null ? 'nobody leads' : `${state.holder} leads, term ${state.term}`}`,
+      );
+    }),
+);
