@@ -11,7 +11,7 @@ import { JournalMode } from '../test-kit/worker';
 import { Cluster, Distribution, distribution, handoffs, takeovers, Timing } from './cluster';
 import { IdleRun, idleRun } from './idle';
 
-export const sqliteDrivers: readonly SqliteDriver[] = ['better-sqlite3', 'node:sqlite', 'bun:sqlite'];
+const sqliteDrivers: readonly SqliteDriver[] = ['better-sqlite3', 'node:sqlite', 'bun:sqlite'];
 
 /** One driver in one journal mode: what its trials measured. */
 export interface DriverRun {

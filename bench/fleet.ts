@@ -21,7 +21,7 @@ export interface FleetSize {
 }
 
 /** The server's connections from the workers, sampled: their total, and the most any one process held. */
-export interface ConnectionCounts {
+interface ConnectionCounts {
   /** The most at once over the window, from all the workers. */
   total: number;
   /** The most any one process held at a sample. */

@@ -7,7 +7,7 @@ import { sleep, WorkerProcess } from '../test-kit/worker-process';
 import { Cluster } from './cluster';
 
 /** One process of an idle cluster: what it was, and its % of a core. */
-export interface IdleProcess {
+interface IdleProcess {
   role: 'leader' | 'standby' | 'polling';
   percent: number;
 }

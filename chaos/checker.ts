@@ -13,13 +13,13 @@ import { ChaosHistory } from './orchestrator';
 
 export type CheckName = 'overlap' | 'term-order' | 'ledger' | 'pause' | 'step-down' | 'final' | 'liveness' | 'clock-step';
 
-export interface Violation {
+interface Violation {
   check: CheckName;
   detail: string;
 }
 
 /** How long a slot went without a leader after one fault, against what the config allows. */
-export interface FaultOutcome {
+interface FaultOutcome {
   fault: FaultRecord;
   /** Ms without a leader, from the fault (or from the end of the leader's belief) to the next tenure. */
   gap: number;
@@ -214,7 +214,7 @@ export function checkHistory(given: ChaosHistory, { slack = 1_000 }: CheckOption
 }
 
 /** How late a timer may fire on a loaded machine: a leader's `lost` may come that much after its deadline. */
-export const stepDownLateness = 100;
+const stepDownLateness = 100;
 
 /** What the config allows after each kind of fault. */
 function allowance(fault: FaultRecord, expiresAfter: number, retryBound: number): number {
@@ -299,7 +299,7 @@ function describe(segment: BeliefSegment): string {
  * ledger row has it: workers on a wall clock that steps stamp their `at` with it, and only
  * `mono` can be compared. A history recorded before `mono` existed stays as it is.
  */
-export function onMonotonicClock(history: ChaosHistory): ChaosHistory {
+function onMonotonicClock(history: ChaosHistory): ChaosHistory {
   const { records, faults, ledger, final } = history;
   const complete = records.every((r) => r.mono !== undefined) && faults.every((f) => f.mono !== undefined) && final.mono !== undefined;
   if (!complete || ledger.some((row) => row.mono === undefined)) return history;

@@ -50,10 +50,10 @@ export interface ChaosParts {
   readonly clock?: SteppedClock;
 }
 
-export type { ChaosHost, Timing };
+export type { ChaosHost };
 
 /** The state of every slot at the end, after faults stopped and leases had time to settle. */
-export interface FinalState {
+interface FinalState {
   at: number;
   /** `at` on the host's monotonic clock. */
   mono?: number;
@@ -74,7 +74,7 @@ export interface ChaosHistory {
   final: FinalState;
 }
 
-export function timingFor(lease: number): Timing {
+function timingFor(lease: number): Timing {
   return { renewEvery: Math.round(lease / 3), expiresAfter: lease, retryEvery: Math.max(1, Math.round(lease / 5)) };
 }
 

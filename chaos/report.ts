@@ -25,7 +25,7 @@ const checks: Array<[CheckName, string]> = [
   ['clock-step', 'tenures ended by a step of the wall clock'],
 ];
 
-export interface KindSummary {
+interface KindSummary {
   kind: FaultKind;
   count: number;
   skipped: number;

@@ -1,11 +1,12 @@
 import Database from 'better-sqlite3';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventually } from '../test-kit/eventually';
 import { nodeRuntime } from '../test-kit/runtimes';
 import { sqliteExampleRuns, startEach } from './support/installed-examples';
+import { packAsFromAFreshClone } from './support/packed-package';
 import { SpawnedScript } from './support/spawned-script';
 
 const root = join(__dirname, '..');
@@ -22,16 +23,12 @@ describe('the package on Node.js 24 with node:sqlite, without better-sqlite3', (
   beforeAll(() => {
     node = nodeRuntime('24.22.3');
     folder = mkdtempSync(join(tmpdir(), 'observe-leadership-node-sqlite-'));
-    const [packed] = JSON.parse(
-      execFileSync('npm', ['pack', '--json', '--pack-destination', folder], { cwd: root, encoding: 'utf8' }),
-    ) as Array<{
-      filename: string;
-    }>;
+    const { tarball } = packAsFromAFreshClone(folder);
     project = join(folder, 'consumer');
     mkdirSync(project);
     writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
     // npm itself under Node.js 24, as the user's would run.
-    execFileSync('npm', ['install', join(folder, packed.filename), 'rxjs@7', '--prefer-offline', '--no-audit', '--no-fund'], {
+    execFileSync('npm', ['install', tarball, 'rxjs@7', '--prefer-offline', '--no-audit', '--no-fund'], {
       cwd: project,
       stdio: 'pipe',
       env: { ...process.env, PATH: `${join(node.home, 'bin')}:${process.env.PATH}`, npm_config_nodedir: node.home },
@@ -80,6 +77,36 @@ describe('the package on Node.js 24 with node:sqlite, without better-sqlite3', (
       running.process.kill('SIGKILL');
     }
   }, 60_000);
+
+  // The examples in a project without better-sqlite3 or pg, on the runtime running this suite.
+  it('has every example say in one line what to install when this runtime has no driver for it', async () => {
+    const installed = join(project, 'node_modules', 'observe-leadership', 'examples');
+    const examples = readdirSync(installed).filter((name) => name.endsWith('.js'));
+    const run = (name: string, environment: Record<string, string> = {}) =>
+      new SpawnedScript(join(installed, name), [join(project, 'no-driver.db'), String(0)], environment, project).result();
+    for (const name of examples.filter((name) => name !== 'postgres-job-queue.js')) {
+      expect({ name, ...(await run(name, { SQLITE_DRIVER: 'better-sqlite3' })) }).toEqual({
+        name,
+        code: 1,
+        output: expect.stringMatching(
+          /^no SQLite driver: SQLITE_DRIVER=better-sqlite3 does not load here \(.*\): npm install better-sqlite3\n$/,
+        ),
+      });
+    }
+    expect(await run('postgres-job-queue.js')).toEqual({ code: 1, output: 'this example needs the PostgreSQL driver: npm install pg\n' });
+    // Left to choose: node:sqlite where this runtime has it (Node.js 22.13 and later), else one line.
+    const started = new SpawnedScript(join(installed, 'print-events.js'), [join(project, 'no-driver.db')], {}, project);
+    if (Number(process.versions.node.split('.')[0]) >= 22) {
+      await started.shows(/elected {2}term \d+/);
+      started.process.kill('SIGINT');
+      expect(await started.exited).toBe(0);
+    } else {
+      expect(await started.result()).toEqual({
+        code: 1,
+        output: `no SQLite driver: Node.js ${process.version} has no node:sqlite: npm install better-sqlite3, or run on Node.js 22.13 or later, which has node:sqlite built in\n`,
+      });
+    }
+  });
 
   it('runs the SQLite examples from the installed package on node:sqlite', async () => {
     const installed = join(project, 'node_modules', 'observe-leadership', 'examples');

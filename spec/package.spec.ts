@@ -2,7 +2,8 @@ import Database from 'better-sqlite3';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
+import { packAsFromAFreshClone } from './support/packed-package';
 import { eventually } from '../test-kit/eventually';
 import { compilerSays, strictNode16, typescript } from './support/compiler';
 import { SpawnedScript } from './support/spawned-script';
@@ -22,27 +23,18 @@ describe('the package, installed in a fresh project', () => {
   let folder: string;
   let project: string;
   let files: string[];
+  let tarball: string;
 
   beforeAll(() => {
     folder = mkdtempSync(join(tmpdir(), 'observe-leadership-package-'));
-    const [packed] = JSON.parse(
-      execFileSync(npm, ['pack', '--json', '--pack-destination', folder], { cwd: root, encoding: 'utf8' }),
-    ) as Array<{
-      filename: string;
-      files: Array<{ path: string }>;
-    }>;
-    files = packed.files.map((file) => file.path);
+    ({ tarball, files } = packAsFromAFreshClone(folder));
     project = join(folder, 'consumer');
     mkdirSync(join(project, 'node_modules'), { recursive: true });
     writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
-    execFileSync(
-      npm,
-      ['install', join(folder, packed.filename), '--prefer-offline', '--no-audit', '--no-fund', '--legacy-peer-deps', '--no-package-lock'],
-      {
-        cwd: project,
-        stdio: 'pipe',
-      },
-    );
+    execFileSync(npm, ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund', '--legacy-peer-deps', '--no-package-lock'], {
+      cwd: project,
+      stdio: 'pipe',
+    });
     // After the install, which removes what its package.json does not name; one link per
     // package, never a folder of ours that npm could empty.
     mkdirSync(join(project, 'node_modules', '@types'));
@@ -59,13 +51,50 @@ describe('the package, installed in a fresh project', () => {
   /** What a strict TypeScript consumer's compiler says of `file` ('' when it compiles). */
   const compile = (file: string) => compilerSays(typescript.repository, [...strictNode16, '--esModuleInterop', file], project);
 
-  it('ships only dist, examples, README, LICENSE and package.json', () => {
-    const examples = readdirSync(join(root, 'examples'), { recursive: true, withFileTypes: true })
-      .filter((entry) => entry.isFile())
-      .map((entry) => relative(root, join(entry.parentPath, entry.name)));
+  it('ships dist (built by prepack, with source maps that carry their sources), examples, docs with the chart they show, README, LICENSE and package.json', () => {
+    const shipped = (folder: string) =>
+      readdirSync(join(root, folder), { recursive: true, withFileTypes: true })
+        .filter((entry) => entry.isFile())
+        .map((entry) => relative(root, join(entry.parentPath, entry.name)));
+    const examples = shipped('examples');
     expect(examples.length).toBeGreaterThanOrEqual(6);
-    expect(files.filter((file) => !file.startsWith('dist/')).sort()).toEqual(['LICENSE', 'README.md', ...examples, 'package.json'].sort());
+    expect(files.filter((file) => !file.startsWith('dist/')).sort()).toEqual(
+      ['LICENSE', 'README.md', ...examples, ...shipped('docs'), 'bench/latency.svg', 'package.json'].sort(),
+    );
     expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/cli/main.js']));
+    const installed = join(project, 'node_modules', 'observe-leadership');
+    const maps = files.filter((file) => file.endsWith('.map'));
+    expect(maps.length).toBeGreaterThan(0);
+    for (const map of maps) {
+      const { sources, sourcesContent } = JSON.parse(readFileSync(join(installed, map), 'utf8')) as {
+        sources: string[];
+        sourcesContent?: string[];
+      };
+      expect({ map, inlined: sourcesContent?.length }).toEqual({ map, inlined: sources.length });
+    }
+  });
+
+  it('passes publint and Are the Types Wrong, as packed', () => {
+    expect(execFileSync(npx, ['--no-install', 'publint', 'run', '--strict', tarball], { cwd: root, encoding: 'utf8' })).toContain(
+      'All good!',
+    );
+    expect(execFileSync(npx, ['--no-install', 'attw', '--format', 'ascii', tarball], { cwd: root, encoding: 'utf8' })).toContain(
+      'No problems found',
+    );
+  });
+
+  it("resolves every relative link of README and docs inside the installed package, as a reader of node_modules or a registry's files follows them", () => {
+    const installed = join(project, 'node_modules', 'observe-leadership');
+    const pages = files.filter((file) => file.endsWith('.md'));
+    const broken = pages.flatMap((page) =>
+      [...readFileSync(join(installed, page), 'utf8').matchAll(/\]\(([^)\s]+)\)/g)]
+        .map(([, target]) => target.split('#')[0])
+        .filter((target) => target && !/^[a-z]+:/.test(target))
+        .filter((target) => !existsSync(join(installed, dirname(page), target)))
+        .map((target) => `${page} -> ${target}`),
+    );
+    expect(pages).toEqual(expect.arrayContaining(['README.md', 'docs/api.md']));
+    expect(broken).toEqual([]);
   });
 
   it('carries examples that type-check with tsc --checkJs', () => {

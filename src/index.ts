@@ -5,6 +5,7 @@ export { whileLeader } from './surface/operators/while-leader';
 export { isLeader } from './surface/operators/is-leader';
 export { holdsLease } from './surface/holds-lease';
 export { LeadershipError } from './core/leadership-error';
+export { LockTaken } from './store/lease-store';
 export type { LeadershipErrorCode } from './core/leadership-error';
 export type { SqliteDatabaseLike } from './store/sqlite/sqlite-database-like';
 export type { LeadershipConfig } from './surface/leadership-config';

@@ -1,2 +1,3 @@
-export { postgresLeaseStore, PostgresLeaseStore } from './store/postgres/postgres-lease-store';
+export { postgresLeaseStore } from './store/postgres/postgres-lease-store';
+export type { PostgresLeaseStore } from './store/postgres/postgres-lease-store';
 export type { PostgresLeaseStoreConfig } from './store/postgres/postgres-lease-store';

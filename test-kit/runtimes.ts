@@ -10,14 +10,14 @@ import { join } from 'node:path';
  */
 
 /** The Node.js versions tested beside the machine's (see docs/developing.md). */
-export const nodeVersions = ['22.23.5', '24.22.3', '26.12.1'] as const;
+const nodeVersions = ['22.23.5', '24.22.3', '26.12.1'] as const;
 export type NodeVersion = (typeof nodeVersions)[number];
 
 /** The Bun version tested (pinned: a new release is a change to test, not a surprise in CI). */
-export const bunVersion = '1.4.5';
+const bunVersion = '1.4.5';
 
 /** Where fetched runtimes are kept: `OBSERVE_LEADERSHIP_RUNTIMES`, or node_modules/.cache of this checkout. */
-export const runtimesFolder =
+const runtimesFolder =
   process.env.OBSERVE_LEADERSHIP_RUNTIMES ?? join(__dirname, '..', 'node_modules', '.cache', 'observe-leadership-runtimes');
 
 /**
@@ -57,4 +57,12 @@ export function nodeRuntime(version: NodeVersion): { node: string; home: string 
 /** The Bun binary. */
 export function bunRuntime(): string {
   return join(unpacked(`@oven/bun-linux-x64@${bunVersion}`, `bun-${bunVersion}`), 'bin', 'bun');
+}
+
+/*
+ * As a command, for CI (.ci/runtimes): `node build/test-kit/runtimes.js` fetches each Node.js
+ * version tested beside the machine's, and prints one line for each: `<version> <folder>`.
+ */
+if (require.main === module) {
+  for (const version of nodeVersions) console.log(`${version} ${nodeRuntime(version).home}`);
 }

@@ -10,7 +10,7 @@ const libraryPaths = [
 ];
 
 /** libfaketime's path, or `undefined` where it is not installed. */
-export function findLibfaketime(): string | undefined {
+function findLibfaketime(): string | undefined {
   return libraryPaths.find((path) => existsSync(path));
 }
 

@@ -33,7 +33,7 @@ export async function healthAnswersFor(ports: number[], duration: number, every:
 }
 
 /** Ms that GET /healthz took to answer on `port`, whatever the answer. */
-export function healthAnswer(port: number): Promise<number> {
+function healthAnswer(port: number): Promise<number> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     get({ host: '127.0.0.1', port, path: '/healthz' }, (response) => {

@@ -41,7 +41,7 @@ export interface Leading {
 }
 
 /** Stopped: only leaving the phase it stopped in is left to do (a release, a standby place given up). */
-export interface Stopped {
+interface Stopped {
   readonly name: 'stopped';
   readonly left: Following | Leading;
 }

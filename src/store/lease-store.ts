@@ -1,13 +1,23 @@
 import type { ClockReading } from '../core/monotonic-scheduler';
 import { LeadershipError } from '../core/leadership-error';
-import { Eventually, isPromiseLike } from '../core/eventually';
+import type { Eventually } from '../core/eventually';
 import { Lease } from '../core/leadership-event';
 
 /**
  * What a store throws when the lock an operation needs is held by another connection and it
  * did not wait for it: SQLite's busy wait would stop the host's event loop, PostgreSQL's crowd
  * gate is held by the follower that is taking the slot. Nothing was done; the caller tries
- * again on its own timers, a few ms later (see `LockRetry`). Its code is `DATABASE_BUSY`.
+ * again on its own timers, a few ms later (see `LockRetry`), where any other error waits for
+ * the next `retryEvery`. Its code is `DATABASE_BUSY`. Exported for stores of your own.
+ *
+ * @example
+ * ```ts
+ * import { LockTaken } from 'observe-leadership';
+ *
+ * function takeRowLock(tryLock: () => boolean): void {
+ *   if (!tryLock()) throw new LockTaken('the lease row is locked by another connection');
+ * }
+ * ```
  */
 export class LockTaken extends LeadershipError {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -28,7 +38,6 @@ export interface LeaseRecord {
 }
 
 export type { Eventually };
-export { isPromiseLike };
 
 /**
  * Where a change came from: this connection (its candidates hear of it in turn, at once), or

@@ -9,7 +9,7 @@ export interface PostgresLeaseTable {
 }
 
 /** `"name"`, with any double quote doubled: identifiers of the user's naming are quoted everywhere. */
-export function quoteIdentifier(name: string): string {
+function quoteIdentifier(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
 }
 
@@ -36,7 +36,7 @@ const expectedColumns: Record<string, string> = {
 };
 
 /** The one statement that gives a table made without it its `lease_ms` (only the table's owner may run it). */
-export function addLeaseLength(names: PostgresLeaseTable): string {
+function addLeaseLength(names: PostgresLeaseTable): string {
   return `ALTER TABLE ${qualifiedNames(names).table} ADD COLUMN lease_ms bigint`;
 }
 
