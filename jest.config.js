@@ -20,6 +20,28 @@ const unit = [
   'spec/operators/**/*.spec.ts',
 ];
 
+/**
+ * What can differ from one runtime to another, beside the unit specs: the SQLite drivers and
+ * pg, child processes and the kernel's word on them, timers and the event loop under a
+ * lock, the command line, the package as installed, the examples. `npm run test:runtime`
+ * runs these alone (`OBSERVE_LEADERSHIP_SUITE=runtime`): CI runs them on Node.js 22, 24 and
+ * 26 after the whole suite on the machine's Node.js (.ci/runtimes).
+ */
+const runtimeSensitive = [
+  'spec/store/**/*.spec.ts',
+  'spec/observe-leader.spec.ts',
+  'spec/bad-input-matrix.processes.spec.ts',
+  'spec/observe-leadership.processes.spec.ts',
+  'spec/early-takeover.processes.spec.ts',
+  'spec/locked-database.processes.spec.ts',
+  'spec/drivers.processes.spec.ts',
+  'spec/cli/**/*.spec.ts',
+  'spec/examples.spec.ts',
+  'spec/package.spec.ts',
+  'spec/package-node-sqlite.spec.ts',
+];
+const integration = process.env.OBSERVE_LEADERSHIP_SUITE === 'runtime' ? runtimeSensitive : ['spec/**/*.spec.ts'];
+
 /** What both projects share. */
 const common = {
   testEnvironment: 'node',
@@ -38,7 +60,7 @@ module.exports = {
     {
       ...common,
       displayName: 'integration',
-      testMatch: ['<rootDir>/spec/**/*.spec.ts'],
+      testMatch: integration.map((path) => `<rootDir>/${path}`),
       // The unit specs, as patterns: a folder of them (`dir/**/*.spec.ts`) ignores the folder.
       testPathIgnorePatterns: [
         '/node_modules/',
