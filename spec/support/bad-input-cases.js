@@ -60,7 +60,7 @@ function thrown(call) {
  * The command line's exit code, and the code it names if it names one.
  *
  * @param {string[]} args
- * @param {string[]} [as] what runs it (setpriv, to run it as another user)
+ * @param {string[]} [as] what runs it (setpriv, to run it without a power of root's)
  */
 function command(args, as = []) {
   const [program, ...rest] = [...as, process.execPath, cli, ...args];
@@ -123,19 +123,17 @@ async function main() {
   };
 
   const reader = open(file, { readonly: true });
-  // The command line opens its own connection: as a user who may read the file, not write it
-  // (root may write any file, so the command runs as nobody there).
-  const file644 = join(folder, 'read-only.db');
-  copyFileSync(file, file644);
-  chmodSync(folder, 0o755);
-  chmodSync(file644, 0o644);
-  const asReader = process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
-  if (asReader.length === 0) chmodSync(file644, 0o444);
+  // The command line opens its own connection: to a file its user may read, not write (root
+  // may write any file: the command runs without that power there).
+  const readOnlyFile = join(folder, 'read-only.db');
+  copyFileSync(file, readOnlyFile);
+  chmodSync(readOnlyFile, 0o444);
+  const asReader = process.getuid?.() === 0 ? ['setpriv', '--bounding-set=-dac_override,-dac_read_search'] : [];
   outcomes['read-only connection'] = {
     observeLeadership: await firstOutcome(observeLeadership(reader, quick)),
     observeLeader: await firstOutcome(observeLeader(reader).pipe(take(1))),
     fenced: thrown(() => fenced(reader, someLease, () => undefined)),
-    'the command line': `run ${command(['run', file644, '--', 'true'], asReader)}, status ${command(['status', file644], asReader)}`,
+    'the command line': `run ${command(['run', readOnlyFile, '--', 'true'], asReader)}, status ${command(['status', readOnlyFile], asReader)}`,
   };
   reader.close();
 
