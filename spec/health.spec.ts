@@ -33,15 +33,23 @@ describe('leadershipHealth', () => {
     expect(health.check()).toEqual({ healthy: true, leading: false, candidates: [] });
   });
 
-  it('calls a candidate failing once its calls failed in a row for longer than failingAfter, and healthy again once they stop', async () => {
+  it('calls a candidate failing once its calls failed, with no answer between, for longer than failingAfter, and healthy once one answers', async () => {
     const health = leadershipHealth({ failingAfter: 200 });
     const recording = health.begin(candidate);
-    for (let i = 0; i < 6; i++, await until(20)) recording.record(error());
+    // As observeLeadership tells it: each failed call, then its `error` event.
+    const fail = () => {
+      const event = error();
+      recording.failed?.(event.error);
+      recording.record(event);
+    };
+    for (let i = 0; i < 6; i++, await until(20)) fail();
     expect(health.check()).toMatchObject({ healthy: true }); // a short streak is ridden out
-    for (let i = 0; i < 6; i++, await until(20)) recording.record(error());
+    for (let i = 0; i < 6; i++, await until(20)) fail();
     expect(health.check()).toMatchObject({ healthy: false, candidates: [{ status: 'failing', reason: 'DATABASE_BUSY: locked' }] });
-    await until(150); // longer than two calls of a healthy campaign: the database answers again
+    recording.answered?.(); // the database answered an attempt
     expect(health.check()).toMatchObject({ healthy: true, candidates: [{ status: 'following' }] });
+    fail();
+    expect(health.check()).toMatchObject({ healthy: true }); // a new streak starts from there
   });
 
   it('keeps a candidate whose stream ended with an error unhealthy', () => {

@@ -123,4 +123,39 @@ describe.each(['delete', 'wal'] as const)('metrics through OpenTelemetry, scrape
     expect(sample(released, 'leadership_observed_leader', { leadership_slot: 0 })).toBe(0); // no series of an old leader stays at 1
     expect(released.split('\n').filter((line) => line.startsWith('leadership_observed_leader{'))).toHaveLength(1);
   });
+
+  it('reports a slot watched twice as one slot: the latest state read, each election once, and time without a leader that never falls', async () => {
+    const watching = leaderMetrics({ meter: provider.getMeter('spec') });
+    const watch = () => {
+      const states: LeaderState[] = [];
+      const subscription = observeLeader(file.open(), { pollEvery: 50, instrument: watching }).subscribe((state) => states.push(state));
+      subscriptions.push(subscription);
+      return { states, subscription };
+    };
+    const older = watch();
+    await eventually('the older watch has read', () => older.states.length > 0);
+    await new Promise((resolve) => setTimeout(resolve, 300)); // time without a leader, seen by the older watch alone
+    const newer = watch();
+    const a = candidate('a');
+    await eventually('both see a', () => older.states.at(-1)?.holder === 'a' && newer.states.at(-1)?.holder === 'a');
+    const led = await scrape();
+    expect(sample(led, 'leadership_observed_leader', { leadership_slot: 0 })).toBe(1);
+    expect(sample(led, 'leadership_observed_elections_total', { leadership_slot: 0 })).toBe(1); // one election, seen twice
+    const leaderlessBefore = sample(led, 'leadership_observed_leaderless_time_total', { leadership_slot: 0 }) as number;
+    expect(leaderlessBefore).toBeGreaterThanOrEqual(0.3);
+
+    // The older watch ends while the newer goes on: the counter goes on from where it was.
+    older.subscription.unsubscribe();
+    const afterOlder = await scrape();
+    expect(sample(afterOlder, 'leadership_observed_leaderless_time_total', { leadership_slot: 0 })).toBeGreaterThanOrEqual(
+      leaderlessBefore,
+    );
+
+    // The newer one's state is the latest: a release it sees shows at once.
+    a.subscription.unsubscribe();
+    await eventually('the newer watch sees nobody', () => newer.states.at(-1)?.holder === null);
+    const released = await scrape();
+    expect(sample(released, 'leadership_observed_leader', { leadership_slot: 0 })).toBe(0);
+    expect(sample(released, 'leadership_observed_term', { leadership_slot: 0 })).toBe(0);
+  });
 });

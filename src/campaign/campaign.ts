@@ -46,6 +46,8 @@ export interface CampaignTiming {
 export interface CampaignObserver {
   next(event: LeadershipEvent): void;
   error(error: unknown): void;
+  /** A store call answered (an attempt, a renewal), before what it says is acted on. */
+  answered?(): void;
   /** How long a store call took, in ms on the scheduler's clock, unrounded: from sending it to its answer. */
   timed?(operation: 'renewal', ms: number): void;
 }
@@ -220,6 +222,7 @@ export class Campaign {
 
   private onAcquireResult(follower: Following, result: AcquireResult, sentAt: number): void {
     this.lockRetry.clear();
+    this.observer.answered?.();
     if (result.acquired)
       return this.onWon(follower, { name: 'leading', term: result.lease.term, expiresAt: sentAt + this.timing.expiresAfter });
     // A proven end counts only while the slot stays with that tenure.
@@ -356,6 +359,7 @@ export class Campaign {
       () => this.store.renew(this.lease(term), this.reading(), expiresAfter),
       (renewed) => {
         this.observer.timed?.('renewal', this.scheduler.now() - sentExactly);
+        this.observer.answered?.();
         this.lockRetry.clear();
         if (this.phase !== leading) return; // ended meanwhile
         if (!renewed) return this.lose(leading, 'superseded');

@@ -2,7 +2,7 @@ import { Observable, Subscription } from 'rxjs';
 import { MAX_DELAY } from '../core/argument-check';
 import { ElectedEvent, LeadershipEvent } from '../core/leadership-event';
 import { observeLeadership } from '../surface/observe-leadership';
-import { errorText } from './error-text';
+import { errorText } from '../core/error-text';
 import { CliError, exitCode, integerOption, parseArguments } from './cli-arguments';
 import { CliDatabase, openCliDatabase } from './cli-database';
 import { SupervisedCommand } from './supervised-command';

@@ -2,7 +2,7 @@ import { Observable } from 'rxjs';
 import { MAX_DELAY } from '../core/argument-check';
 import type { LeaderState } from '../surface/leader-state';
 import { observeLeader } from '../surface/observe-leader';
-import { errorText } from './error-text';
+import { errorText } from '../core/error-text';
 import { exitCode, integerOption, parseArguments } from './cli-arguments';
 import { openCliDatabase } from './cli-database';
 import { prometheusText } from './prometheus-text';

@@ -1,7 +1,9 @@
 import { expectConfig, expectInteger, MAX_DELAY } from '../core/argument-check';
+import { errorText } from '../core/error-text';
 import { candidateClock } from './instrument';
-import type { InstrumentRecording, LeaderInstrument, LeaderRecording, LeadershipInstrument } from './instrument';
+import type { InstrumentedCandidate, InstrumentedWatch, InstrumentRecording, LeaderInstrument, LeadershipInstrument } from './instrument';
 import type { LeadershipEvent } from '../core/leadership-event';
+import type { LeaderState } from './leader-state';
 
 /** Options of {@link leadershipHealth}. */
 export interface LeadershipHealthOptions {
@@ -53,26 +55,19 @@ export interface LeadershipHealth extends LeadershipInstrument {
   check(now?: number): HealthReport;
 }
 
-interface Tracked {
-  readonly slot: number;
+/** A candidate as its check keeps it: what every check keeps, and the end of the lease it believes it holds. */
+interface TrackedCandidate extends Tracked {
   readonly holder: string;
-  /** Longest ms between two calls of a healthy campaign: a quiet gap that long ends an error streak. */
-  readonly quiet: number;
-  /** The candidate's clock, on which every time here is read. */
-  readonly now: () => number;
   expiresAt?: number;
-  errorsSince?: number;
-  lastError?: { at: number; reason: string };
-  ended?: string;
 }
 
 /**
  * A health check for readiness and liveness probes: pass it as `instrument` to the
  * candidates it should watch, and call `check()` from your `/healthz` handler. A candidate
  * is healthy while it follows normally or leads with a lease that still stands; it is not
- * when its database calls have failed in a row for longer than `failingAfter`, when it
- * believes it leads past its lease (stalled), or when its stream ended with an error.
- * `check()` reads what the events said; it never touches the database.
+ * when its database calls have failed, with no answer between, for longer than
+ * `failingAfter`, when it believes it leads past its lease (stalled), or when its stream
+ * ended with an error. `check()` reads what the stream said; it never touches the database.
  *
  * @example
  * ```ts
@@ -88,50 +83,23 @@ interface Tracked {
  * ```
  */
 export function leadershipHealth(options: LeadershipHealthOptions = {}): LeadershipHealth {
-  const failingAfter = failingAfterOf(options);
-  const tracked = new Set<Tracked>();
-
-  const begin: LeadershipHealth['begin'] = (subject): InstrumentRecording<LeadershipEvent> => {
-    const { slot, holder, renewEvery, retryEvery } = subject;
-    const candidate: Tracked = { slot, holder, quiet: 2 * Math.max(renewEvery, retryEvery), now: candidateClock(subject) };
-    tracked.add(candidate);
-    return {
-      record: (event) => {
-        const now = candidate.now();
-        if (event.type === 'error') {
-          // A streak goes on while errors come closer together than a healthy campaign's calls.
-          const inStreak = candidate.lastError !== undefined && now - candidate.lastError.at <= candidate.quiet;
-          if (!inStreak) candidate.errorsSince = now;
-          candidate.lastError = { at: now, reason: reasonOf(event.error) };
-          return;
-        }
-        candidate.errorsSince = undefined; // the database answered
-        candidate.expiresAt = event.type === 'lost' ? undefined : event.expiresAt;
-      },
-      error: (error) => void (candidate.ended = reasonOf(error)),
-      end: () => {
-        if (candidate.ended === undefined) tracked.delete(candidate);
-      },
-    };
-  };
-
+  const candidates = new HealthCheck<InstrumentedCandidate, TrackedCandidate, LeadershipEvent>(
+    options,
+    (subject) => ({ slot: subject.slot, holder: subject.holder, now: candidateClock(subject) }),
+    (candidate, event) => {
+      if (event.type !== 'error') candidate.expiresAt = event.type === 'lost' ? undefined : event.expiresAt;
+    },
+  );
   const check = (at?: number): HealthReport => {
-    const candidates = [...tracked].map((candidate): CandidateHealth => {
-      const { slot, holder, expiresAt, errorsSince, lastError, ended } = candidate;
-      const now = at ?? candidate.now();
-      const of = (status: CandidateHealth['status'], healthy: boolean, reason?: string): CandidateHealth =>
-        reason === undefined ? { slot, holder, status, healthy } : { slot, holder, status, healthy, reason };
-      if (ended !== undefined) return of('ended', false, ended);
-      const streak = errorsSince !== undefined && lastError !== undefined && now - lastError.at <= candidate.quiet;
-      if (streak && now - errorsSince >= failingAfter) return of('failing', false, lastError.reason);
-      if (expiresAt !== undefined)
-        return now <= expiresAt ? of('leading', true) : of('stale', false, `its lease ended ${now - expiresAt} ms ago`);
-      return of('following', true);
+    const reports = candidates.each(at, ({ slot, holder, expiresAt }, now, failure): CandidateHealth => {
+      if (failure !== undefined) return { slot, holder, ...failure, healthy: false };
+      if (expiresAt === undefined) return { slot, holder, status: 'following', healthy: true };
+      if (now <= expiresAt) return { slot, holder, status: 'leading', healthy: true };
+      return { slot, holder, status: 'stale', healthy: false, reason: `its lease ended ${now - expiresAt} ms ago` };
     });
-    return { healthy: candidates.every((c) => c.healthy), leading: candidates.some((c) => c.status === 'leading'), candidates };
+    return { healthy: reports.every((c) => c.healthy), leading: reports.some((c) => c.status === 'leading'), candidates: reports };
   };
-
-  return { for: 'observeLeadership', begin, check };
+  return { for: 'observeLeadership', begin: (candidate) => candidates.begin(candidate), check };
 }
 
 /** Options of {@link leaderHealth}. */
@@ -185,25 +153,22 @@ export interface LeaderHealth extends LeaderInstrument {
   check(now?: number): LeaderHealthReport;
 }
 
-interface TrackedWatch {
-  readonly slot: number;
-  readonly now: () => number;
+/** A watch as its check keeps it: what every check keeps, and who leads as it last read, since when. */
+interface TrackedWatch extends Tracked {
   holder: string | null;
   term: number | null;
   since: number | null;
-  failingSince?: number;
-  lastError?: string;
-  ended?: string;
 }
 
 /**
  * A health check for a process that follows without campaigning (it routes work to the
  * leader, say): pass it as `instrument` to `observeLeader`, and call `check()` from your
  * `/healthz` handler. A watch is healthy while its reads succeed; it is not when they have
- * failed in a row for longer than `failingAfter`, or when its stream ended with an error.
- * The report also says who leads each watched slot and since when, as last read. `check()`
- * reads what the streams said; it never touches the database. Made for `observeLeader`:
- * `observeLeadership` refuses it (use {@link leadershipHealth} there).
+ * failed, with no answer between, for longer than `failingAfter`, or when its stream ended
+ * with an error: the same rule as {@link leadershipHealth}'s. The report also says who
+ * leads each watched slot and since when, as last read. `check()` reads what the streams
+ * said; it never touches the database. Made for `observeLeader`: `observeLeadership`
+ * refuses it (use {@link leadershipHealth} there).
  *
  * @example
  * ```ts
@@ -219,58 +184,109 @@ interface TrackedWatch {
  * ```
  */
 export function leaderHealth(options: LeaderHealthOptions = {}): LeaderHealth {
-  const failingAfter = failingAfterOf(options);
-  const tracked = new Set<TrackedWatch>();
-
-  const begin: LeaderHealth['begin'] = ({ slot, now }): LeaderRecording => {
-    const watch: TrackedWatch = { slot, now, holder: null, term: null, since: null };
-    tracked.add(watch);
+  const watches = new HealthCheck<InstrumentedWatch, TrackedWatch, LeaderState>(
+    options,
+    ({ slot, now }) => ({ slot, now, holder: null, term: null, since: null }),
+    (watch, state) => {
+      if (state.holder !== watch.holder || state.term !== watch.term) watch.since = watch.now();
+      watch.holder = state.holder;
+      watch.term = state.term;
+    },
+    // The first read: nobody leads, until `record` says who.
+    (watch) => void (watch.since ??= watch.now()),
+  );
+  const check = (at?: number): LeaderHealthReport => {
+    const reports = watches.each(at, ({ slot, holder, term, since }, _, failure): WatchHealth => {
+      const seen = { holder, term, since };
+      return failure === undefined ? { slot, status: 'watching', healthy: true, ...seen } : { slot, ...failure, healthy: false, ...seen };
+    });
     return {
-      answered: () => {
-        watch.failingSince = undefined;
-        watch.since ??= watch.now(); // the first read: nobody leads, until `record` says who
-      },
-      record: (state) => {
-        if (state.holder !== watch.holder || state.term !== watch.term) watch.since = watch.now();
-        watch.holder = state.holder;
-        watch.term = state.term;
-      },
-      failed: (error) => {
-        watch.failingSince ??= watch.now();
-        watch.lastError = reasonOf(error);
-      },
-      error: (error) => void (watch.ended = reasonOf(error)),
-      end: () => {
-        if (watch.ended === undefined) tracked.delete(watch);
-      },
+      healthy: reports.every((w) => w.healthy),
+      led: reports.length > 0 && reports.every((w) => w.holder !== null),
+      watches: reports,
     };
   };
+  return { for: 'observeLeader', begin: (watch) => watches.begin(watch), check };
+}
 
-  const check = (at?: number): LeaderHealthReport => {
-    const watches = [...tracked].map((watch): WatchHealth => {
-      const { slot, holder, term, since, failingSince, lastError, ended } = watch;
-      const seen = { holder, term, since };
-      if (ended !== undefined) return { slot, status: 'ended', healthy: false, reason: ended, ...seen };
-      const now = at ?? watch.now();
-      if (failingSince !== undefined && now - failingSince >= failingAfter)
-        return { slot, status: 'failing', healthy: false, reason: lastError as string, ...seen };
-      return { slot, status: 'watching', healthy: true, ...seen };
+/** What a check keeps of every subscription it was given, whatever it watches. */
+interface Tracked {
+  readonly slot: number;
+  /** The subscription's clock, on which every time here is read. */
+  readonly now: () => number;
+  /** Since when its calls have failed with no answer between; unset once one answers. */
+  failingSince?: number;
+  /** The last of those failures, as `CODE: message`. */
+  lastError?: string;
+  /** The error its stream ended with, as `CODE: message`. */
+  ended?: string;
+}
+
+/** Why a subscription is unhealthy, by the one rule both checks share (see `HealthCheck.failureOf`). */
+interface Failure {
+  readonly status: 'failing' | 'ended';
+  readonly reason: string;
+}
+
+/**
+ * What both checks are made of: the subscriptions given to it, kept as `T` from when they
+ * begin until they end (or for good, once their stream ended with an error), and the one
+ * rule that says they fail. What sets a candidate's check apart from a watch's is only what
+ * `keep` and `record` keep of it, and how `check()` reports it.
+ */
+class HealthCheck<Subject, T extends Tracked, Value> {
+  private readonly failingAfter: number;
+  private readonly tracked = new Set<T>();
+
+  constructor(
+    options: { failingAfter?: number },
+    private readonly keep: (subject: Subject) => T,
+    private readonly recordValue: (tracked: T, value: Value) => void,
+    private readonly onAnswer: (tracked: T) => void = () => undefined,
+  ) {
+    expectConfig(options, ['failingAfter']);
+    const { failingAfter = 30_000 } = options;
+    this.failingAfter = expectInteger('failingAfter', failingAfter, 1, MAX_DELAY);
+  }
+
+  begin(subject: Subject): InstrumentRecording<Value> & Required<Pick<InstrumentRecording<Value>, 'answered' | 'failed'>> {
+    const tracked = this.keep(subject);
+    this.tracked.add(tracked);
+    return {
+      record: (value) => this.recordValue(tracked, value),
+      answered: () => {
+        tracked.failingSince = undefined;
+        this.onAnswer(tracked);
+      },
+      failed: (error) => {
+        tracked.failingSince ??= tracked.now();
+        tracked.lastError = errorText(error);
+      },
+      error: (error) => void (tracked.ended = errorText(error)),
+      end: () => {
+        if (tracked.ended === undefined) this.tracked.delete(tracked);
+      },
+    };
+  }
+
+  /** Each subscription reported at `at` (each on its own clock when not given), with its failure if it has one. */
+  each<R>(at: number | undefined, report: (tracked: T, now: number, failure: Failure | undefined) => R): R[] {
+    return [...this.tracked].map((tracked) => {
+      const now = at ?? tracked.now();
+      return report(tracked, now, this.failureOf(tracked, now));
     });
-    return { healthy: watches.every((w) => w.healthy), led: watches.length > 0 && watches.every((w) => w.holder !== null), watches };
-  };
+  }
 
-  return { for: 'observeLeader', begin, check };
-}
-
-/** The `failingAfter` of a health check's options, checked. */
-function failingAfterOf(options: { failingAfter?: number }): number {
-  expectConfig(options, ['failingAfter']);
-  const { failingAfter = 30_000 } = options;
-  return expectInteger('failingAfter', failingAfter, 1, MAX_DELAY);
-}
-
-/** An error as a report gives it: `CODE: message`. */
-function reasonOf(error: unknown): string {
-  const { code, message } = (error ?? {}) as { code?: string; message?: string };
-  return `${code ?? 'ERROR'}: ${message ?? String(error)}`;
+  /**
+   * Ended once its stream ended with an error; failing once its calls have failed, with no
+   * answer between, for `failingAfter` or longer (shorter streaks, a server's restart or a
+   * lock, are what streams ride out).
+   */
+  private failureOf({ ended, failingSince, lastError }: T, now: number): Failure | undefined {
+    if (ended !== undefined) return { status: 'ended', reason: ended };
+    if (failingSince !== undefined && lastError !== undefined && now - failingSince >= this.failingAfter) {
+      return { status: 'failing', reason: lastError };
+    }
+    return undefined;
+  }
 }

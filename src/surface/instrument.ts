@@ -4,10 +4,17 @@ import type { LeaderState } from './leader-state';
 import { performance } from 'node:perf_hooks';
 import { argumentError } from '../core/argument-check';
 
-/** What an instrument records of one subscription: each value it emits, then its end. */
+/** What an instrument records of one subscription: each value it emits, each call's answer or failure, then its end. */
 export interface InstrumentRecording<T> {
   /** The subscription emitted `value`. */
   record(value: T): void;
+  /**
+   * A call to the database answered (an attempt or a renewal of a candidate, a read of a
+   * watch), whether or not what it found changed (`record` follows if it did).
+   */
+  answered?(): void;
+  /** A call failed with an error that can heal: the stream goes on (a candidate also emits it as an `error` event). */
+  failed?(error: LeadershipError): void;
   /** The stream ends with this error (one that cannot heal); `end` follows. */
   error?(error: unknown): void;
   /** The subscription ended (unsubscribed, or the stream ended): stop reporting it. */
@@ -74,13 +81,8 @@ export interface InstrumentedWatch {
   readonly now: () => number;
 }
 
-/** What an instrument of `observeLeader` records: the states it emits, and each read. */
-export interface LeaderRecording extends InstrumentRecording<LeaderState> {
-  /** A read of the slot answered, whether or not what it found changed (`record` follows if it did). */
-  answered?(): void;
-  /** A read failed with an error that can heal: the stream skips it and reads again. */
-  failed?(error: LeadershipError): void;
-}
+/** What an instrument of `observeLeader` records: the states it emits, and each read's answer or failure. */
+export type LeaderRecording = InstrumentRecording<LeaderState>;
 
 /** The same for the `instrument` option of `observeLeader` (`leaderMetrics` and `leaderHealth` are two). */
 export interface LeaderInstrument {
@@ -118,9 +120,7 @@ export function expectInstrument(value: unknown, stream: keyof typeof instrument
 }
 
 /** Every recording a subscription began, as one: each call goes to each that has the method. */
-type AnyRecording<T> = InstrumentRecording<T> &
-  Partial<Omit<LeaderRecording, keyof InstrumentRecording<LeaderState>>> &
-  Partial<Omit<CandidateRecording, keyof InstrumentRecording<LeadershipEvent>>>;
+type AnyRecording<T> = InstrumentRecording<T> & Partial<Omit<CandidateRecording, keyof InstrumentRecording<LeadershipEvent>>>;
 
 /** Begins a recording with every instrument given (one, or a list), as one. */
 export function beginAll<C, T>(

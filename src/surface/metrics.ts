@@ -15,65 +15,87 @@ export interface LeadershipMetricsOptions {
   attributes?: Attributes;
 }
 
-/** The instruments' names; docs/metrics-and-health.md gives their types, units and attributes. */
-const metricNames = {
-  leader: 'leadership.leader',
-  candidates: 'leadership.candidates',
-  term: 'leadership.term',
-  elections: 'leadership.elections',
-  losses: 'leadership.losses',
-  errors: 'leadership.errors',
-  renewalDuration: 'leadership.renewal.duration',
-  observedLeader: 'leadership.observed.leader',
-  observedTerm: 'leadership.observed.term',
-  observedElections: 'leadership.observed.elections',
-  leaderless: 'leadership.observed.leaderless.time',
-} as const;
-
 /** The reasons a tenure ends that every loss counter starts at 0 with (see `LostReason`). */
 const lossReasons = ['superseded', 'expired'] as const;
 
 /** The codes of `error` events, which every error counter starts at 0 with. */
 const transientCodes = ['DATABASE_BUSY', 'DATABASE_ERROR'] as const;
 
-/**
- * The slots an instrument saw, each with its labels and the subscriptions that report on it
- * now. A slot is never forgotten: the SDK would export a series it stopped being given with
- * its last value, forever, so every gauge is given a value for every slot at every
- * collection. `first` runs once per slot, to start its counters at 0.
- */
-class SlotSeries<M> {
-  private readonly slots = new Map<number, { readonly labels: Attributes; readonly members: Set<M> }>();
+/** Renewals take tens of µs on a SQLite file in WAL, ms in a rollback journal or across a network, seconds on a struggling one. */
+const renewalBuckets = [
+  0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+];
 
-  constructor(
-    private readonly attributes: Attributes,
-    private readonly first: (labels: Attributes) => void,
-  ) {}
-
-  /** Adds `member` to `slot`'s subscriptions: the slot's labels, and how to take it off again. */
-  join(slot: number, member: M): { labels: Attributes; leave: () => void } {
-    let known = this.slots.get(slot);
-    if (known === undefined) {
-      known = { labels: { ...this.attributes, 'leadership.slot': slot }, members: new Set() };
-      this.slots.set(slot, known);
-      this.first(known.labels);
-    }
-    const { labels, members } = known;
-    members.add(member);
-    return { labels, leave: () => void members.delete(member) };
-  }
-
-  /** Each slot ever seen, with its subscriptions now (none, once they all ended). */
-  forEach(each: (labels: Attributes, members: ReadonlySet<M>) => void): void {
-    for (const { labels, members } of this.slots.values()) each(labels, members);
-  }
+/** One slot as an instrument reports it: its labels, the subscriptions that report on it now, and what it keeps across them. */
+interface Slot<Member, Kept> {
+  readonly labels: Attributes;
+  readonly members: Set<Member>;
+  readonly kept: Kept;
 }
 
-function meterOf(options: LeadershipMetricsOptions): { meter: Meter; attributes: Attributes } {
-  expectConfig(options, ['meter', 'attributes']);
-  if (options.meter !== undefined) expectObject('meter', options.meter, 'an OpenTelemetry Meter');
-  if (options.attributes !== undefined) expectObject('attributes', options.attributes, 'OpenTelemetry attributes');
-  return { meter: options.meter ?? defaultMeter(), attributes: options.attributes ?? {} };
+/**
+ * What both instruments are made of: OpenTelemetry instruments whose every series is one
+ * slot's, and the slots they saw. A slot is never forgotten: the SDK would export a series
+ * it stopped being given with its last value, forever, so every gauge is given a value for
+ * every slot at every collection, and every counter starts at 0 when its slot is first seen.
+ * What sets the two apart is only what they declare with it (candidates, or observers).
+ */
+class SlotMetrics<Member, Kept> {
+  private readonly meter: Meter;
+  private readonly attributes: Attributes;
+  private readonly slots = new Map<number, Slot<Member, Kept>>();
+  private readonly firstSeen: Array<(labels: Attributes) => void> = [];
+
+  constructor(
+    options: LeadershipMetricsOptions,
+    /** What a slot keeps across its subscriptions, made when it is first seen. */
+    private readonly keep: () => Kept,
+  ) {
+    expectConfig(options, ['meter', 'attributes']);
+    if (options.meter !== undefined) expectObject('meter', options.meter, 'an OpenTelemetry Meter');
+    if (options.attributes !== undefined) expectObject('attributes', options.attributes, 'OpenTelemetry attributes');
+    this.meter = options.meter ?? defaultMeter();
+    this.attributes = options.attributes ?? {};
+  }
+
+  /** A gauge whose value for each slot, at each collection, is `value` of it. */
+  gauge(name: string, description: string, unit: string, value: (slot: Slot<Member, Kept>) => number): void {
+    this.meter.createObservableGauge(name, { description, unit }).addCallback((result) => this.observeEach(result, value));
+  }
+
+  /** A counter whose total for each slot, at each collection, is `total` of it (which never falls). */
+  observedCounter(name: string, description: string, unit: string, total: (slot: Slot<Member, Kept>) => number): void {
+    this.meter.createObservableCounter(name, { description, unit }).addCallback((result) => this.observeEach(result, total));
+  }
+
+  /** A counter, at 0 for each slot (and each of `variants`' attributes) from when the slot is first seen. */
+  counter(name: string, description: string, unit: string, variants: Attributes[] = [{}]): (by: number, labels: Attributes) => void {
+    const counter = this.meter.createCounter(name, { description, unit });
+    this.firstSeen.push((labels) => variants.forEach((variant) => counter.add(0, { ...labels, ...variant })));
+    return (by, labels) => counter.add(by, labels);
+  }
+
+  histogram(name: string, description: string, unit: string, buckets: number[]): (value: number, labels: Attributes) => void {
+    const histogram = this.meter.createHistogram(name, { description, unit, advice: { explicitBucketBoundaries: buckets } });
+    return (value, labels) => histogram.record(value, labels);
+  }
+
+  /** Adds `member` to `slot`'s subscriptions: the slot, and how to take the member off again. */
+  join(slot: number, member: Member): { slot: Slot<Member, Kept>; leave: () => void } {
+    let known = this.slots.get(slot);
+    if (known === undefined) {
+      known = { labels: { ...this.attributes, 'leadership.slot': slot }, members: new Set(), kept: this.keep() };
+      this.slots.set(slot, known);
+      for (const start of this.firstSeen) start(known.labels);
+    }
+    const { members } = known;
+    members.add(member);
+    return { slot: known, leave: () => void members.delete(member) };
+  }
+
+  private observeEach(result: ObservableResult, value: (slot: Slot<Member, Kept>) => number): void {
+    for (const slot of this.slots.values()) result.observe(value(slot), slot.labels);
+  }
 }
 
 /** OpenTelemetry's global meter, loaded only by those who give no meter: the main entry never loads it. */
@@ -108,76 +130,49 @@ function defaultMeter(): Meter {
  * ```
  */
 export function leadershipMetrics(options: LeadershipMetricsOptions = {}): LeadershipInstrument {
-  const { meter, attributes } = meterOf(options);
-  const leader = meter.createObservableGauge(metricNames.leader, {
-    description: 'Whether a candidate of this process leads the slot (1) or not (0)',
-    unit: '{leader}',
-  });
-  const campaigning = meter.createObservableGauge(metricNames.candidates, {
-    description: 'Candidates of this process campaigning for the slot',
-    unit: '{candidate}',
-  });
-  const term = meter.createObservableGauge(metricNames.term, {
-    description: 'The term of the tenure a candidate of this process holds (0 while none leads)',
-    unit: '{term}',
-  });
-  const elections = meter.createCounter(metricNames.elections, {
-    description: 'Tenures the candidates of this process began',
-    unit: '{election}',
-  });
-  const losses = meter.createCounter(metricNames.losses, {
-    description: 'Tenures the candidates of this process lost, by reason',
-    unit: '{loss}',
-  });
-  const errors = meter.createCounter(metricNames.errors, { description: 'Transient database errors, by code', unit: '{error}' });
-  const renewals = meter.createHistogram(metricNames.renewalDuration, {
-    description: 'From sending a renewal to its answer',
-    unit: 's',
-    // From a SQLite file in WAL (tens of µs) and in a rollback journal (ms) to PostgreSQL
-    // across a network (ms) and a struggling one (seconds).
-    advice: {
-      explicitBucketBoundaries: [
-        0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
-      ],
-    },
-  });
-  /** Every slot a candidate of this process ever campaigned for, with the candidates campaigning now and their terms while they lead. */
-  const slots = new SlotSeries<{ term?: number }>(attributes, (labels) => {
-    // Each series with its zero from the start: a rate needs a first sample to grow from.
-    elections.add(0, labels);
-    for (const reason of lossReasons) losses.add(0, { ...labels, 'leadership.loss.reason': reason });
-    for (const code of transientCodes) errors.add(0, { ...labels, 'error.type': code });
-  });
+  /** Each candidate of the slot subscribed now, with its term while it leads. */
+  const metrics = new SlotMetrics<{ term?: number }, undefined>(options, () => undefined);
   /** The term of the tenure a candidate of the slot holds, 0 while none leads. */
-  const termOf = (candidates: ReadonlySet<{ term?: number }>) => Math.max(0, ...[...candidates].map((c) => c.term ?? 0));
-  leader.addCallback((result: ObservableResult) =>
-    slots.forEach((labels, candidates) => result.observe(termOf(candidates) > 0 ? 1 : 0, labels)),
+  const termOf = ({ members }: { members: ReadonlySet<{ term?: number }> }) => Math.max(0, ...[...members].map((c) => c.term ?? 0));
+  metrics.gauge('leadership.leader', 'Whether a candidate of this process leads the slot (1) or not (0)', '{leader}', (slot) =>
+    termOf(slot) > 0 ? 1 : 0,
   );
-  campaigning.addCallback((result: ObservableResult) => slots.forEach((labels, candidates) => result.observe(candidates.size, labels)));
-  term.addCallback((result: ObservableResult) => slots.forEach((labels, candidates) => result.observe(termOf(candidates), labels)));
+  metrics.gauge('leadership.candidates', 'Candidates of this process campaigning for the slot', '{candidate}', (slot) => slot.members.size);
+  metrics.gauge('leadership.term', 'The term of the tenure a candidate of this process holds (0 while none leads)', '{term}', termOf);
+  const elected = metrics.counter('leadership.elections', 'Tenures the candidates of this process began', '{election}');
+  const lost = metrics.counter(
+    'leadership.losses',
+    'Tenures the candidates of this process lost, by reason',
+    '{loss}',
+    lossReasons.map((reason) => ({ 'leadership.loss.reason': reason })),
+  );
+  const failed = metrics.counter(
+    'leadership.errors',
+    'Transient database errors, by code',
+    '{error}',
+    transientCodes.map((code) => ({ 'error.type': code })),
+  );
+  const renewed = metrics.histogram('leadership.renewal.duration', 'From sending a renewal to its answer', 's', renewalBuckets);
 
   return {
     for: 'observeLeadership',
-    begin: ({ slot }): CandidateRecording => {
+    begin: ({ slot: number }): CandidateRecording => {
       const candidate: { term?: number } = {};
-      const { labels, leave } = slots.join(slot, candidate);
+      const { slot, leave } = metrics.join(number, candidate);
+      const { labels } = slot;
       return {
         record: (event) => {
-          switch (event.type) {
-            case 'elected':
-              candidate.term = event.term;
-              elections.add(1, labels);
-              break;
-            case 'lost':
-              candidate.term = undefined;
-              losses.add(1, { ...labels, 'leadership.loss.reason': event.reason });
-              break;
-            case 'error':
-              errors.add(1, { ...labels, 'error.type': event.error.code });
-              break;
+          if (event.type === 'elected') {
+            candidate.term = event.term;
+            elected(1, labels);
+          } else if (event.type === 'lost') {
+            candidate.term = undefined;
+            lost(1, { ...labels, 'leadership.loss.reason': event.reason });
+          } else if (event.type === 'error') {
+            failed(1, { ...labels, 'error.type': event.error.code });
           }
         },
-        timed: (_, seconds) => renewals.record(seconds, labels),
+        timed: (_, seconds) => renewed(seconds, labels),
         end: leave,
       };
     },
@@ -185,71 +180,78 @@ export function leadershipMetrics(options: LeadershipMetricsOptions = {}): Leade
 }
 
 /**
+ * What an observed slot keeps across its watches: the latest state any of them read, the
+ * highest term seen (an election is a term above it, counted once however many watches see
+ * it), and its time without a leader, which only grows.
+ */
+interface ObservedSlot {
+  state?: LeaderState;
+  highestTerm: number;
+  /** Whether the next state read is the first since the slot was last watched: the tenure it finds may be old. */
+  fresh: boolean;
+  leaderlessMs: number;
+  /** Since when (`performance.now()`, which a stepped wall clock does not move) the slot is watched and has no leader. */
+  leaderlessSince?: number;
+}
+
+/** The slot's time without a leader, in seconds, up to `now`. */
+function leaderlessSeconds(slot: ObservedSlot, now: number): number {
+  return (slot.leaderlessMs + (slot.leaderlessSince === undefined ? 0 : now - slot.leaderlessSince)) / 1000;
+}
+
+/** Closes the slot's leaderless stretch at `now` and opens another if `leaderless`. */
+function countLeaderless(slot: ObservedSlot, now: number, leaderless: boolean): void {
+  if (slot.leaderlessSince !== undefined) slot.leaderlessMs += now - slot.leaderlessSince;
+  slot.leaderlessSince = leaderless ? now : undefined;
+}
+
+/**
  * An instrument for `observeLeader`'s `instrument` option that reports, through
- * OpenTelemetry, what each watch sees: whether the slot has a leader and its term (gauges,
- * per slot; 0 for both once no watch of the slot is left), the elections it saw (a counter
- * from 0, per slot: a change of leader or term after its first read), and the time the slot
- * went without a leader while watched (a counter, in seconds, that grows while it has none).
+ * OpenTelemetry, what the watches of each slot see, as one: whether the slot has a leader
+ * and its term, as the latest read of any watch says (gauges; 0 for both once no watch of
+ * the slot is left), the elections seen (a counter from 0: a term above every one seen
+ * before, after the slot's first read; counted once however many watches see it), and the
+ * time the slot went without a leader while watched (a counter, in seconds, that never falls,
+ * whichever watches come and go).
  */
 export function leaderMetrics(options: LeadershipMetricsOptions = {}): LeaderInstrument {
-  const { meter, attributes } = meterOf(options);
-  const present = meter.createObservableGauge(metricNames.observedLeader, {
-    description: 'Whether the slot has a leader (1) or not (0), as watched',
-    unit: '{leader}',
-  });
-  const term = meter.createObservableGauge(metricNames.observedTerm, {
-    description: "The leader's term, as watched (0 while nobody leads)",
-    unit: '{term}',
-  });
-  const leaderless = meter.createObservableCounter(metricNames.leaderless, {
-    description: 'Time the slot went without a leader while watched',
-    unit: 's',
-  });
-  const elections = meter.createCounter(metricNames.observedElections, {
-    description: 'New tenures seen while watched',
-    unit: '{election}',
-  });
-  interface Watch {
-    state?: LeaderState;
-    leaderlessMs: number;
-    leaderlessSince?: number;
-  }
-  /** Every slot ever watched here, with its watches now. */
-  const slots = new SlotSeries<Watch>(attributes, (labels) => elections.add(0, labels));
-  /** The latest state of any watch of the slot (nobody leads once none watches: the SDK would repeat the last value forever). */
-  const latest = (watches: ReadonlySet<Watch>): LeaderState | undefined =>
-    [...watches].map((w) => w.state).find((state) => state !== undefined);
-  present.addCallback((result: ObservableResult) =>
-    slots.forEach((labels, watches) => result.observe(latest(watches)?.holder == null ? 0 : 1, labels)),
+  const metrics = new SlotMetrics<object, ObservedSlot>(options, () => ({ highestTerm: 0, fresh: true, leaderlessMs: 0 }));
+  const watched = (slot: Slot<object, ObservedSlot>) => (slot.members.size > 0 ? slot.kept.state : undefined);
+  metrics.gauge('leadership.observed.leader', 'Whether the slot has a leader (1) or not (0), as watched', '{leader}', (slot) =>
+    watched(slot)?.holder == null ? 0 : 1,
   );
-  term.addCallback((result: ObservableResult) => slots.forEach((labels, watches) => result.observe(latest(watches)?.term ?? 0, labels)));
-  // Time without a leader is counted on a clock that a stepped wall clock does not move.
-  leaderless.addCallback((result: ObservableResult) => {
-    const now = performance.now();
-    slots.forEach((labels, watches) => {
-      const [watch] = watches;
-      if (watch !== undefined)
-        result.observe((watch.leaderlessMs + (watch.leaderlessSince === undefined ? 0 : now - watch.leaderlessSince)) / 1000, labels);
-    });
-  });
+  metrics.gauge(
+    'leadership.observed.term',
+    "The leader's term, as watched (0 while nobody leads)",
+    '{term}',
+    (slot) => watched(slot)?.term ?? 0,
+  );
+  metrics.observedCounter('leadership.observed.leaderless.time', 'Time the slot went without a leader while watched', 's', (slot) =>
+    leaderlessSeconds(slot.kept, performance.now()),
+  );
+  const elections = metrics.counter('leadership.observed.elections', 'New tenures seen while watched', '{election}');
 
   return {
     for: 'observeLeader',
-    begin: ({ slot }): InstrumentRecording<LeaderState> => {
-      const watch: Watch = { leaderlessMs: 0 };
-      const { labels, leave } = slots.join(slot, watch);
+    begin: ({ slot: number }): InstrumentRecording<LeaderState> => {
+      const watch = {};
+      const { slot, leave } = metrics.join(number, watch);
+      const { kept } = slot;
+      if (slot.members.size === 1) kept.fresh = true; // watched again after a while unwatched
       return {
         record: (state) => {
-          // A tenure that began while watched: the one found at the first read may be old.
-          const previous = watch.state;
-          if (previous !== undefined && state.holder !== null && (state.holder !== previous.holder || state.term !== previous.term))
-            elections.add(1, labels);
-          const now = performance.now();
-          if (watch.leaderlessSince !== undefined) watch.leaderlessMs += now - watch.leaderlessSince;
-          watch.leaderlessSince = state.holder === null ? now : undefined;
-          watch.state = state;
+          if (state.term !== null && state.term > kept.highestTerm) {
+            if (!kept.fresh) elections(1, slot.labels);
+            kept.highestTerm = state.term;
+          }
+          kept.fresh = false;
+          kept.state = state;
+          countLeaderless(kept, performance.now(), state.holder === null);
         },
-        end: leave,
+        end: () => {
+          leave();
+          if (slot.members.size === 0) countLeaderless(kept, performance.now(), false); // unwatched time is not counted
+        },
       };
     },
   };

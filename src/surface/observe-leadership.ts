@@ -59,12 +59,18 @@ export function observeLeadership(db: SqliteDatabaseLike | LeaseStore, config?: 
     const observer = recording
       ? {
           next: (event: LeadershipEvent) => {
-            if (!subscriber.closed) recording.record(event);
+            if (!subscriber.closed) {
+              if (event.type === 'error') recording.failed(event.error);
+              recording.record(event);
+            }
             subscriber.next(event);
           },
           error: (error: unknown) => {
             if (!subscriber.closed) recording.error?.(error);
             subscriber.error(error);
+          },
+          answered: () => {
+            if (!subscriber.closed) recording.answered();
           },
           timed: (operation: 'renewal', ms: number) => {
             if (!subscriber.closed) recording.timed(operation, ms / 1000);
