@@ -104,8 +104,7 @@ function statementCosts(folder: string, calls: number, journal: JournalMode) {
   };
   const now = Date.now();
   const at = (ms: number) => ({ clock: 'bench', now: ms, wall: ms });
-  store.acquire(0, 'a', at(now), 60_000);
-  const term = store.read(0)!.term;
+  const { term } = store.acquire(0, 'a', at(now), 60_000).lease;
   const results = {
     ours: {
       renew: time((i) => store.renew({ slot: 0, holder: 'a', term }, at(now + i), 60_000)),
@@ -114,7 +113,7 @@ function statementCosts(folder: string, calls: number, journal: JournalMode) {
     },
     original: {} as Record<string, { meanMicros: number; p99Millis: number; p999Millis: number; worstMillis: number }>,
   };
-  store.release({ slot: 0, holder: 'a', term: store.read(0)!.term });
+  store.release({ slot: 0, holder: 'a', term });
   original.tryAcquire(now);
   results.original = {
     renew: time((i) => original.renew(now + i)),

@@ -215,7 +215,7 @@ describe('Campaign', () => {
         10: () => watched[0].onEnded(), // the end of x's term 1, proven late
       });
       expect(seen).toEqual([]);
-      expect(store2.read(0)).toMatchObject({ holder: 'x', term: 2 });
+      expect(store2.look(0, at(0))?.lease).toMatchObject({ holder: 'x', term: 2 });
     });
 
     it('does not watch without a standby place', () => {
@@ -307,7 +307,7 @@ describe('Campaign', () => {
         for (const [frame, step] of Object.entries(script)) scheduler.schedule(step, Number(frame));
         scheduler.schedule(() => campaign.stop(), stopAt);
       });
-      return { seen, calls, row: sqliteLeaseStore(db).read(0) };
+      return { seen, calls, row: sqliteLeaseStore(db).look(0, at(0))?.lease };
     }
 
     it('counts each lease from when its write was sent, not from when the answer came', () => {
@@ -601,7 +601,7 @@ describe('Campaign', () => {
     it('a release that finds the lock taken is tried again until it gets through, for up to retryEvery', () => {
       const { calls } = run(40, 45, 40);
       expect(calls.filter(([, name]) => name === 'release').map(([at]) => at)).toEqual([40, 42, 45]);
-      expect(sqliteLeaseStore(db).read(0)).toBeUndefined();
+      expect(sqliteLeaseStore(db).look(0, at(0))?.lease).toBeUndefined();
     });
 
     it('spreads a crowd: campaigns drawing different steps try again at different moments', () => {

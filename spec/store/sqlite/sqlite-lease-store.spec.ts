@@ -229,7 +229,7 @@ describe('SqliteLeaseStore', () => {
   });
 
   it('reads without writing: no schema is made, and there is no lease before one', () => {
-    expect(store.read(0)).toBeUndefined();
+    expect(store.look(0, at(0))?.lease).toBeUndefined();
     expect(db.prepare('SELECT name FROM sqlite_master').all()).toEqual([]);
   });
 
@@ -278,12 +278,12 @@ describe('SqliteLeaseStore', () => {
       installSqliteSchema(db);
       const original = originalStatements(db, 'rust', 300);
       original.tryAcquire(1_000); // INSERT OR IGNORE into the free slot
-      expect(store.read(0)).toEqual({ holder: 'rust', term: 1, expiresAt: 1_300 });
+      expect(store.look(0, at(0))?.lease).toEqual({ holder: 'rust', term: 1, expiresAt: 1_300 });
       original.renew(1_100);
-      expect(store.read(0)?.term).toBe(1);
+      expect(store.look(0, at(0))?.lease.term).toBe(1);
       store.acquire(0, 'a', at(1_401), 300);
       original.tryAcquire(1_702); // the take-over UPDATE
-      expect(store.read(0)).toEqual({ holder: 'rust', term: 3, expiresAt: 2_002 });
+      expect(store.look(0, at(0))?.lease).toEqual({ holder: 'rust', term: 3, expiresAt: 2_002 });
       original.release(); // DELETE
       expect(store.acquire(0, 'a', at(1_800), 300).lease.term).toBe(4);
     });

@@ -75,7 +75,13 @@ interface Statements {
   standbyRead: Statement<[number], StandbyPlace>;
   standbyClaim: Statement<[StandbyClaim]>;
   standbyLeave: Statement<[{ slot: number; holder: string }]>;
-  acquire: Transaction<(parameters: TakeParameters & EndedTenure, deadline: number) => { acquired: boolean; lease: LeaseRow }>;
+  acquire: Transaction<
+    (
+      parameters: TakeParameters & EndedTenure,
+      deadline: number,
+      openEndpoint: (tenure: Lease) => void,
+    ) => { acquired: boolean; lease: LeaseRow }
+  >;
   renew: Transaction<(lease: Lease, now: ClockReading, expiresAfter: number) => boolean>;
   release: Statement<[Lease]>;
   fenced: Transaction<(lease: Lease, now: () => ClockReading, work: () => unknown) => unknown>;
@@ -115,8 +121,8 @@ export class SqliteLeaseStore implements LeaseStore, ChangeSignals, StandbyPlace
   /** Releases signalled through a file, standby places in a table, and tenures proven over by their endpoints. */
   readonly capabilities: StoreCapabilities = { changes: this, standby: this, tenureProof: this };
   private statements: Statements | undefined;
-  /** The read statement for looking without writing, once the schema is whole (see `reader`). */
-  private lookStatement: Statement<[Judged], LeaseRow> | undefined;
+  /** The read statement of the whole schema, prepared once it exists (see `reader`), which `statements` uses too. */
+  private wholeRead: Statement<[Judged], LeaseRow> | undefined;
   /** The connection, checked before each operation, used without the busy wait. */
   private readonly connection: SqliteConnection;
   private readonly listeners = new ChangeListeners(
@@ -128,8 +134,6 @@ export class SqliteLeaseStore implements LeaseStore, ChangeSignals, StandbyPlace
   private readonly signalFile: SignalFile | undefined;
   /** How followers on this host learn at once that a leader's process is gone; none in memory. */
   private readonly endpoints: TenureEndpoints | undefined;
-  /** The tenure being committed, whose endpoint is open already. */
-  private uncommitted: Lease | undefined;
 
   constructor(private readonly db: Database) {
     this.connection = new SqliteConnection(db);
@@ -165,16 +169,20 @@ export class SqliteLeaseStore implements LeaseStore, ChangeSignals, StandbyPlace
         endedHolder: ended?.holder ?? null,
         endedTerm: ended?.term ?? null,
       };
+      // The tenure whose endpoint the transaction opened, before its commit.
+      let opened: Lease | undefined;
+      const openEndpoint = (tenure: Lease) => {
+        this.endpoints?.openFor(tenure);
+        opened = tenure;
+      };
       let taken: { acquired: boolean; lease: LeaseRow };
       try {
-        taken = statements.acquire.immediate(parameters, deadlineOf(now, expiresAfter));
+        taken = statements.acquire.immediate(parameters, deadlineOf(now, expiresAfter), openEndpoint);
       } catch (error) {
         // The commit failed (better-sqlite3 commits after the transaction's function): the
         // tenure never was, and nobody may ever reach its endpoint.
-        if (this.uncommitted !== undefined) this.endpoints?.closeFor(this.uncommitted);
+        if (opened !== undefined) this.endpoints?.closeFor(opened);
         throw error;
-      } finally {
-        this.uncommitted = undefined;
       }
       const { acquired, lease } = taken;
       if (acquired) {
@@ -259,11 +267,6 @@ export class SqliteLeaseStore implements LeaseStore, ChangeSignals, StandbyPlace
     });
   }
 
-  /** The slot's current row, expired or not, or `undefined` when there is none (see `look`). */
-  read(slot: number): LeaseRecord | undefined {
-    return this.look(slot, { clock: 'none', now: 0, wall: 0 })?.lease; // the time it has left is not asked
-  }
-
   /**
    * Runs `work` in one write transaction that first checks that `lease` is held and not
    * expired at `now()`, read once the transaction holds the write lock; throws
@@ -309,8 +312,7 @@ export class SqliteLeaseStore implements LeaseStore, ChangeSignals, StandbyPlace
    * ever ran) means term 0.
    */
   private reader(): Statement<[Judged], LeaseRow> | undefined {
-    if (this.statements) return this.statements.read;
-    if (this.lookStatement) return this.lookStatement;
+    if (this.wholeRead) return this.wholeRead;
     const tables = this.db
       .prepare<[], string>(
         `SELECT name FROM sqlite_master WHERE name IN ('worker_leadership', 'worker_leadership_term', 'worker_leadership_deadline')`,
@@ -322,7 +324,7 @@ export class SqliteLeaseStore implements LeaseStore, ChangeSignals, StandbyPlace
     const deadlines = tables.includes('worker_leadership_deadline');
     const statement = this.db.prepare<[Judged], LeaseRow>(readText({ terms, deadlines }));
     // Kept only once the schema is whole: until then a candidate may yet complete it.
-    if (terms && deadlines) this.lookStatement = statement;
+    if (terms && deadlines) this.wholeRead = statement;
     return statement;
   }
 
@@ -353,7 +355,7 @@ export class SqliteLeaseStore implements LeaseStore, ChangeSignals, StandbyPlace
     if (this.db.readonly) throw new LeadershipError('DATABASE_READONLY', 'The database connection is read-only');
     installSqliteSchema(this.db);
     const { db } = this;
-    const read = db.prepare<[Judged], LeaseRow>(statementText.read);
+    const read = this.reader() as Statement<[Judged], LeaseRow>; // the schema is whole now
     const take = db.prepare<[TakeParameters & EndedTenure]>(statementText.take);
     const renew = db.prepare<[Lease & { expiresAt: number }]>(statementText.renew);
     const writeDeadline = db.prepare<[DeadlineParameters]>(statementText.writeDeadline);
@@ -368,15 +370,14 @@ export class SqliteLeaseStore implements LeaseStore, ChangeSignals, StandbyPlace
       // endpoint opens before the commit, so that whoever reads the tenure can reach it; if
       // the commit fails, nobody ever could, and it closes. The row and the deadline are
       // written together: nobody ever reads one without the other.
-      acquire: db.transaction((parameters: TakeParameters & EndedTenure, deadline: number) => {
+      acquire: db.transaction((parameters: TakeParameters & EndedTenure, deadline: number, openEndpoint: (tenure: Lease) => void) => {
         const acquired = take.run(parameters).changes === 1;
         const lease = read.get(parameters) as LeaseRow;
         if (acquired) {
           const tenure = { slot: parameters.slot, holder: lease.holder, term: lease.term };
           writeDeadline.run({ ...tenure, clock: parameters.clock, deadline });
           standbyLeave.run({ slot: parameters.slot, holder: parameters.holder });
-          this.endpoints?.openFor(tenure);
-          this.uncommitted = tenure;
+          openEndpoint(tenure);
           return { acquired, lease: { ...lease, expiresIn: deadline - parameters.now } };
         }
         return { acquired, lease };

@@ -57,7 +57,6 @@ export function readText(tables: { terms: boolean; deadlines: boolean }): string
 }
 
 export const statementText = {
-  read: readText({ terms: true, deadlines: true }),
   // Sets `holder` even when it is ours already, so that the take-over trigger advances the term.
   // A tenure whose end was proven (`endedHolder`, `endedTerm`; NULL otherwise, which matches
   // nothing) may be taken before it expires.
