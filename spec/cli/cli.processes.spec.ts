@@ -292,7 +292,10 @@ describe('the observe-leadership command', () => {
       const closed = new URL(url);
       closed.port = '1';
       expect(await cli('status', closed.toString())).toEqual({ code: 3, output: expect.stringContaining('cannot reach postgres://') });
-      expect(await cli('status', url, ...inSchema())).toEqual({ code: 4, output: expect.stringContaining('no worker_leadership table') });
+      expect(await cli('status', url, ...inSchema())).toEqual({
+        code: 4,
+        output: expect.stringContaining(`no ${test.schema}.worker_leadership table`),
+      });
       expect(await cli('status', file.file, ...inSchema())).toEqual({
         code: 2,
         output: expect.stringContaining('--schema and --table are for a postgres:// URL'),

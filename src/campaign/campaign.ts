@@ -154,7 +154,7 @@ export class Campaign {
       () => this.store.release(lease),
       nothing,
       (error) => {
-        const step = error instanceof LockTaken ? this.lockRetry.nextWithin(this.now(), this.timing.retryEvery) : undefined;
+        const step = this.lockRetry.stepAfter(error, this.now(), this.timing.retryEvery);
         if (step !== undefined) this.timer = this.scheduler.schedule(() => this.flights.whenSettled(() => this.release(lease)), step);
       },
     );
@@ -203,19 +203,18 @@ export class Campaign {
       (result) => this.onAcquireResult(follower, result, sentAt),
       (error) => {
         if (this.phase !== follower) return;
-        if (error instanceof LockTaken) {
-          // Whoever holds the lock is most likely taking the slot: reading again a few ms
-          // later tells. A lock held for `retryEvery` is reported, and polled for as usual.
-          const now = this.now();
-          const lockedFor = this.lockRetry.lockedFor(now);
-          const step = this.lockRetry.nextWithin(now, this.timing.retryEvery);
-          // In a crowd, the one that got the lock is taking the slot: it commits within a ms or
-          // two and announces it, which wakes this follower anyway. Trying again sooner would
-          // only get in its way (a rollback journal's commit needs every reader gone).
-          if (step !== undefined) return this.wake(this.attempt, (waitForLock ? 0 : crowdPatience) + step);
-          error = lockedOut(error, lockedFor);
-        }
-        this.onStoreError(error, () => this.wake(this.attempt, this.timing.retryEvery));
+        // Whoever holds the lock is most likely taking the slot: reading again a few ms later
+        // tells. A lock held for `retryEvery` is reported, and polled for as usual.
+        const now = this.now();
+        const lockedFor = this.lockRetry.lockedFor(now);
+        const step = this.lockRetry.stepAfter(error, now, this.timing.retryEvery);
+        // In a crowd, the one that got the lock is taking the slot: it commits within a ms or
+        // two and announces it, which wakes this follower anyway. Trying again sooner would
+        // only get in its way (a rollback journal's commit needs every reader gone).
+        if (step !== undefined) return this.wake(this.attempt, (waitForLock ? 0 : crowdPatience) + step);
+        this.onStoreError(error instanceof LockTaken ? lockedOut(error, lockedFor) : error, () =>
+          this.wake(this.attempt, this.timing.retryEvery),
+        );
       },
     );
   }

@@ -1,3 +1,5 @@
+import { LockTaken } from '../store/lease-store';
+
 /** The widest spread of one step, in ms: about 30 tries a second while a lock stays taken. */
 const widestStep = 32;
 
@@ -31,6 +33,18 @@ export class LockRetry {
    */
   nextWithin(now: number, budget: number): number | undefined {
     if (this.lockedFor(now) < budget) return this.next(now);
+    this.clear();
+    return undefined;
+  }
+
+  /**
+   * What every caller does with an operation's error: for a lock met (`LockTaken`), the ms
+   * until the next try while the episode has lasted less than `budget` (`nextWithin`); for
+   * a lock held longer, or any other error, `undefined`, and the episode is over. Each
+   * caller keeps its own way to wait that long.
+   */
+  stepAfter(error: unknown, now: number, budget: number): number | undefined {
+    if (error instanceof LockTaken) return this.nextWithin(now, budget);
     this.clear();
     return undefined;
   }

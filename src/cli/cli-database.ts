@@ -1,14 +1,12 @@
 import { existsSync } from 'node:fs';
-import { performance } from 'node:perf_hooks';
 import type { Pool } from 'pg';
 import { monotonicScheduler, readClocks } from '../core/monotonic-scheduler';
 import { Lease } from '../core/leadership-event';
-import { LockRetry } from '../campaign/lock-retry';
-import { LeaseReader, LeaseStore, LeaseView, LockTaken } from '../store/lease-store';
+import { LeaseReader, LeaseStore, LeaseView } from '../store/lease-store';
 import { postgresLeaseStore, PostgresLeaseStore } from '../store/postgres/postgres-lease-store';
-import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 import type { SqliteDatabaseLike } from '../store/sqlite/sqlite-database-like';
-import { expectSqliteDatabase, OpenedSqliteFile, openSqliteFile } from './sqlite-file';
+import { checkedStore, openSqliteFile } from './sqlite-file';
+import { patiently } from './patiently';
 import { CliError, exitCode, ParsedArguments } from './cli-arguments';
 
 /**
@@ -19,6 +17,8 @@ import { CliError, exitCode, ParsedArguments } from './cli-arguments';
 export interface CliDatabase {
   /** The file, or the URL without its password, for messages. */
   readonly name: string;
+  /** The lease table, for messages. */
+  readonly tableName: string;
   /** What the library takes: a SQLite connection of whichever driver opened it, or a PostgreSQL store. */
   readonly source: SqliteDatabaseLike | (LeaseStore & LeaseReader);
   /** Whether a candidate ever ran here: the lease table exists. */
@@ -55,42 +55,21 @@ async function openSqlite(file: string, readonly: boolean): Promise<CliDatabase>
       `no database at ${file}; if that is the path you meant, create it once with: observe-leadership init ${shellWord(file)}`,
     );
   }
-  let opened: OpenedSqliteFile;
-  try {
-    opened = await openSqliteFile(file, { readonly, create: false });
-  } catch (error) {
-    if (error instanceof CliError) throw error;
-    throw new CliError(exitCode.noDatabase, `cannot open ${file} as a SQLite database: ${(error as Error).message}`);
-  }
-  const { db } = opened;
-  expectSqliteDatabase(db, file);
+  const opened = await openSqliteFile(file, { readonly, create: false }).catch((error: unknown) => {
+    throw error instanceof CliError
+      ? error
+      : new CliError(exitCode.noDatabase, `cannot open ${file} as a SQLite database: ${(error as Error).message}`);
+  });
+  const store = await checkedStore(opened, file);
   return {
     name: file,
+    tableName: store.tableName,
     source: opened.raw as SqliteDatabaseLike,
-    hasLeaseTable: async () =>
-      db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'worker_leadership'`).get() !== undefined,
-    look: (slot) => lookPatiently(() => sqliteLeaseStore(db).look(slot, readClocks(monotonicScheduler))),
-    endpointDescriptor: (lease) => sqliteLeaseStore(db).endpointDescriptor(lease),
-    close: async () => void db.close(),
+    hasLeaseTable: () => patiently(() => store.hasTable()),
+    look: (slot) => patiently(() => store.look(slot, readClocks(monotonicScheduler))),
+    endpointDescriptor: (lease) => store.endpointDescriptor(lease),
+    close: async () => void opened.db.close(),
   };
-}
-
-/**
- * A look that meets a lock (the store never waits for one: a commit in a rollback journal
- * keeps readers out for a few ms) tries again on short steps, for up to a second, as the
- * connection's busy timeout would have, then fails as it would have.
- */
-async function lookPatiently(look: () => LeaseView | undefined): Promise<LeaseView | undefined> {
-  const retry = new LockRetry();
-  for (;;) {
-    try {
-      return look();
-    } catch (error) {
-      const step = error instanceof LockTaken ? retry.nextWithin(performance.now(), 1_000) : undefined;
-      if (step === undefined) throw error;
-      await new Promise((resolve) => setTimeout(resolve, step));
-    }
-  }
 }
 
 async function openPostgres(url: string, names: { schema?: string; table?: string }): Promise<CliDatabase> {
@@ -101,24 +80,17 @@ async function openPostgres(url: string, names: { schema?: string; table?: strin
   let store: PostgresLeaseStore;
   try {
     store = postgresLeaseStore(pool, Object.fromEntries(Object.entries(names).filter(([, value]) => value !== undefined)));
-    await pool.query('SELECT 1');
+    await store.hasTable(); // the server answers
   } catch (error) {
     await pool.end().catch(() => undefined);
     if (error instanceof TypeError || error instanceof RangeError) throw new CliError(exitCode.usage, error.message);
     throw new CliError(exitCode.noDatabase, `cannot reach ${shown}: ${(error as Error).message}`);
   }
-  const { schema = 'public', table = 'worker_leadership' } = names;
   return {
     name: shown,
+    tableName: store.tableName,
     source: store,
-    hasLeaseTable: async () =>
-      (
-        await pool.query<{ found: boolean }>('SELECT to_regclass(format($1, $2::text, $3::text)) IS NOT NULL AS found', [
-          '%I.%I',
-          schema,
-          table,
-        ])
-      ).rows[0].found,
+    hasLeaseTable: () => store.hasTable(),
     look: async (slot) => store.look(slot),
     endpointDescriptor: () => undefined,
     close: async () => {
@@ -144,6 +116,6 @@ function withoutPassword(url: string): string {
 }
 
 /** The message for a database without the lease table, the same for every command. */
-export function noTableError(name: string): CliError {
-  return new CliError(exitCode.noTable, `no worker_leadership table in ${name}: no candidate has campaigned on this database`);
+export function noTableError({ name, tableName }: CliDatabase): CliError {
+  return new CliError(exitCode.noTable, `no ${tableName} table in ${name}: no candidate has campaigned on this database`);
 }

@@ -1,8 +1,7 @@
-import type { Database } from 'better-sqlite3';
 import { existsSync } from 'node:fs';
-import { installSqliteSchema } from '../store/sqlite/sqlite-schema';
 import { CliError, exitCode, parseArguments } from './cli-arguments';
-import { expectSqliteDatabase, openSqliteFile } from './sqlite-file';
+import { patiently } from './patiently';
+import { checkedStore, openSqliteFile } from './sqlite-file';
 
 /**
  * `init <file> [--wal]`: creates the SQLite file and the lease tables, once, where `run`,
@@ -20,21 +19,15 @@ export async function initCommand(argv: readonly string[], print: (line: string)
     throw new CliError(exitCode.usage, 'init is for SQLite files: on PostgreSQL, the first candidate creates the lease table');
   }
   const existed = existsSync(file);
-  let db: Database;
+  const opened = await openSqliteFile(file, { readonly: false, create: true }).catch((error: unknown) => {
+    throw error instanceof CliError ? error : new CliError(exitCode.noDatabase, `cannot create ${file}: ${(error as Error).message}`);
+  });
+  const store = await checkedStore(opened, file);
   try {
-    ({ db } = await openSqliteFile(file, { readonly: false, create: true }));
-  } catch (error) {
-    if (error instanceof CliError) throw error;
-    throw new CliError(exitCode.noDatabase, `cannot create ${file}: ${(error as Error).message}`);
-  }
-  expectSqliteDatabase(db, file);
-  try {
-    if (parsed.options.has('wal')) db.pragma('journal_mode = WAL');
-    installSqliteSchema(db);
-    const mode = db.pragma('journal_mode', { simple: true }) as string;
+    const mode = await patiently(() => store.install({ wal: parsed.options.has('wal') }));
     print(`${existed ? 'ready' : 'created'}: ${file}, with the lease tables (journal_mode ${mode})`);
     return exitCode.ok;
   } finally {
-    db.close();
+    opened.db.close();
   }
 }

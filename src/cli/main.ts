@@ -9,7 +9,7 @@ import { watchCommand } from './watch-command';
 const usage = `usage: observe-leadership <command> <database> [options]
 
   <database> is the path of a SQLite file, or a postgres:// URL (with --schema S
-  and --table T when not public.worker_leadership)
+  and --table T for a lease table of another name)
 
   status <db> [--slot N] [--json | --prometheus]
       who holds the slot, for which term, until when, and whether the lease is live
@@ -23,7 +23,7 @@ const usage = `usage: observe-leadership <command> <database> [options]
       campaign, and run the command only while leading; its environment has
       OBSERVE_LEADERSHIP_SLOT, OBSERVE_LEADERSHIP_HOLDER and OBSERVE_LEADERSHIP_TERM
 
-exit codes: 0 done, 1 failed, 2 bad arguments, 3 no such database, 4 no worker_leadership table,
+exit codes: 0 done, 1 failed, 2 bad arguments, 3 no such database, 4 no lease table,
 5 a file that is not a SQLite database; run exits with its command's code`;
 
 /** Runs one command line; resolves with the exit code. Never throws. */

@@ -1,7 +1,10 @@
 import type { Database } from 'better-sqlite3';
+import { LeadershipError } from '../core/leadership-error';
+import { errorText } from '../core/error-text';
 import { asBetterSqlite3, SqliteDriver } from '../store/sqlite/sqlite-driver';
-import { toLeadershipError } from '../store/sqlite/sqlite-error';
+import { SqliteLeaseStore, sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 import { CliError, exitCode } from './cli-arguments';
+import { patiently } from './patiently';
 
 /** A SQLite file the command line opened, with the driver it took. */
 export interface OpenedSqliteFile {
@@ -16,8 +19,8 @@ export interface OpenedSqliteFile {
  * Opens `file` with the first SQLite driver this runtime has: better-sqlite3 when it is
  * installed (and loads: it does not in Bun), else Bun's `bun:sqlite` under Bun, else Node's
  * `node:sqlite` (22.13+). Each is loaded only here, so that a user of one needs none of the
- * others. `create: false` never makes a file; the connection waits up to a second for a lock,
- * as better-sqlite3's `timeout` says (the library's own statements never wait).
+ * others. `create: false` never makes a file. The command runs no statement of its own: all
+ * it reads or creates, it asks of the store (see `checkedStore`).
  */
 export async function openSqliteFile(
   file: string,
@@ -26,7 +29,7 @@ export async function openSqliteFile(
   const failures: string[] = [];
   try {
     const { default: BetterSqlite3 } = await import('better-sqlite3');
-    const db = new BetterSqlite3(file, { readonly, fileMustExist: !create, timeout: 1_000 });
+    const db = new BetterSqlite3(file, { readonly, fileMustExist: !create });
     return { raw: db, db, driver: 'better-sqlite3' };
   } catch (error) {
     if (!isMissingDriver(error)) throw error;
@@ -35,7 +38,6 @@ export async function openSqliteFile(
   if ('Bun' in globalThis) {
     const { Database } = (await import('bun:sqlite' as string)) as { Database: new (file: string, options: object) => unknown };
     const raw = new Database(file, { readonly, create });
-    (asBetterSqlite3(raw) as Database).exec('PRAGMA busy_timeout = 1000');
     return { raw, db: asBetterSqlite3(raw) as Database, driver: 'bun:sqlite' };
   }
   let sqlite: { DatabaseSync: new (file: string, options: object) => unknown };
@@ -48,7 +50,7 @@ export async function openSqliteFile(
       `no SQLite driver: install better-sqlite3, or run on Node.js 22.13+ or Bun; tried ${failures.join(', ')}`,
     );
   }
-  const raw = new sqlite.DatabaseSync(file, { readOnly: readonly, timeout: 1_000 });
+  const raw = new sqlite.DatabaseSync(file, { readOnly: readonly });
   return { raw, db: asBetterSqlite3(raw) as Database, driver: 'node:sqlite' };
 }
 
@@ -64,19 +66,23 @@ function isMissingDriver(error: unknown): boolean {
 }
 
 /**
- * Checks that the file `db` opened is a SQLite database by reading its schema (opening
- * reads nothing), and closes it if not: exit code 5 for a file that is something else (or a
- * damaged database), 3 for one that cannot be read at all.
+ * The store of the file `opened`, once its first look at the file (whether the lease table
+ * exists: opening reads nothing) showed a SQLite database. A file that is something else
+ * ends the command with exit code 5, one that cannot be used otherwise with 3; either is
+ * closed first. The command runs no statement of its own: it asks the store.
  */
-export function expectSqliteDatabase(db: Database, file: string): void {
+export async function checkedStore(opened: OpenedSqliteFile, file: string): Promise<SqliteLeaseStore> {
+  const store = sqliteLeaseStore(opened.db);
   try {
-    db.prepare('SELECT count(*) FROM sqlite_master').get();
+    await patiently(() => store.hasTable());
+    return store;
   } catch (error) {
-    const notDatabase = toLeadershipError(error, db).code === 'DATABASE_CORRUPT';
-    db.close();
-    const reason = (error as Error).message;
-    throw notDatabase
-      ? new CliError(exitCode.notDatabase, `${file} is not a SQLite database, or a damaged one (${reason})`)
-      : new CliError(exitCode.noDatabase, `cannot read ${file} as a SQLite database: ${reason}`);
+    opened.db.close();
+    if (!(error instanceof LeadershipError)) throw error;
+    if (error.code === 'DATABASE_CORRUPT') {
+      const reason = error.cause instanceof Error ? error.cause.message : error.message;
+      throw new CliError(exitCode.notDatabase, `${file} is not a SQLite database, or a damaged one (${reason})`);
+    }
+    throw new CliError(exitCode.noDatabase, `cannot use ${file} as a SQLite database: ${errorText(error)}`);
   }
 }

@@ -17,7 +17,7 @@ export async function statusCommand(argv: readonly string[], print: (line: strin
   const slot = integerOption(parsed, 'slot', 0, 0, Number.MAX_SAFE_INTEGER) as number;
   const db = await openCliDatabase(parsed, { readonly: true });
   try {
-    if (!(await db.hasLeaseTable())) throw noTableError(db.name);
+    if (!(await db.hasLeaseTable())) throw noTableError(db);
     const view = await db.look(slot);
     const status: SlotStatus = view
       ? {

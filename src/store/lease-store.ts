@@ -148,6 +148,18 @@ export interface LeaseReader {
 }
 
 /**
+ * What a tool (the command line) asks of a store beyond looking at a slot: which table the
+ * leases are in, and whether it exists yet. Both stores of this library have it; the
+ * library's own functions never need it. Never writes.
+ */
+export interface LeaseTable {
+  /** The lease table, as messages name it. */
+  readonly tableName: string;
+  /** Whether the lease table exists: a candidate ran here once (nobody leads before). */
+  hasTable(): Eventually<boolean>;
+}
+
+/**
  * Where leases live: all the SQL of one kind of database, behind the few operations the
  * campaign needs. A store never sets a timer. Time it stores comes either from `now`, the
  * candidate's clocks (SQLite: every candidate shares the host's), or from the database

@@ -8,7 +8,7 @@ import type { LeaderState } from './leader-state';
 import { LeaseObservation } from '../campaign/lease-observation';
 import { monotonicScheduler, readClocks } from '../core/monotonic-scheduler';
 import { LockRetry } from '../campaign/lock-retry';
-import { LeaseReader, LeaseView, LockTaken } from '../store/lease-store';
+import { LeaseReader, LeaseView } from '../store/lease-store';
 import { OneInFlight } from '../campaign/one-in-flight';
 import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 import { stands } from '../store/lease-check';
@@ -117,7 +117,7 @@ export function observeLeader(db: SqliteDatabaseLike | LeaseReader, config: Obse
       }
       recording?.failed(error);
       // A lock met (the store never waits for one): a few ms later, for up to `pollEvery`.
-      const step = error instanceof LockTaken ? lockRetry.nextWithin(scheduler.now(), pollEvery) : (lockRetry.clear(), undefined);
+      const step = lockRetry.stepAfter(error, scheduler.now(), pollEvery);
       timer = scheduler.schedule(look, step ?? pollEvery);
     };
     // A change reported by the store comes from inside another operation: look right after it.

@@ -11,6 +11,7 @@ import {
   FencingCapabilities,
   FencingStore,
   LeaseChange,
+  LeaseTable,
   LeaseView,
   LockTaken,
   StandbyPlaces,
@@ -87,8 +88,10 @@ export function postgresLeaseStore(pool: Pool, config: PostgresLeaseStoreConfig 
 }
 
 /** See {@link postgresLeaseStore}. */
-export class PostgresLeaseStore implements FencingStore<PoolClient>, ChangeSignals, StandbyPlaces, Fencing<PoolClient> {
+export class PostgresLeaseStore implements FencingStore<PoolClient>, LeaseTable, ChangeSignals, StandbyPlaces, Fencing<PoolClient> {
   readonly clock = 'server';
+  /** `schema.table`, as messages name it. */
+  readonly tableName: string;
   /** Notifications, standby places as advisory locks, and fencing under the row's lock; no proof of a tenure's end across hosts. */
   readonly capabilities: FencingCapabilities<PoolClient> = { changes: this, standby: this, fencing: this };
   /** The statements as the table's shape allows (see `statementsFor`): with `lease_ms` until the schema says otherwise. */
@@ -122,6 +125,7 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, ChangeSigna
     private readonly queryTimeout: number,
   ) {
     this.qualified = qualifiedNames(names);
+    this.tableName = `${names.schema}.${names.table}`;
     this.statements = statementsFor(this.qualified, { leaseLength: true });
     const { table } = this.qualified;
     this.payloads = { elected: `elected ${table}`, released: `released ${table}`, renewed: `renewed ${table}` };
@@ -237,6 +241,16 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, ChangeSigna
         throw toLeadershipError(error);
       }
     })();
+  }
+
+  /** Whether the lease table exists (a candidate ran here once). Never writes, and creates nothing. */
+  async hasTable(): Promise<boolean> {
+    try {
+      const [{ found }] = await this.query<{ found: boolean }>(this.statements.hasTable, []);
+      return found;
+    } catch (error) {
+      throw toLeadershipError(error);
+    }
   }
 
   /**

@@ -71,6 +71,7 @@ export function statementsFor({ table, termSequence }: { table: string; termSequ
   };
   return {
     read: `SELECT holder, term, expires_at, ${readLength}, ${serverNow} AS now FROM ${table} AS lease WHERE slot = $1`,
+    hasTable: `SELECT to_regclass(${literal(table)}) IS NOT NULL AS found`,
     take: `WITH taken AS (${upsert()})
       SELECT holder, term, expires_at, lease_ms, now, pg_notify('${channel}', $4) FROM taken`,
     // The same for an attempt that every follower makes when a release is announced: only

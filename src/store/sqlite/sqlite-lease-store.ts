@@ -19,6 +19,7 @@ import {
   ChangeSignals,
   LeaseRecord,
   LeaseStore,
+  LeaseTable,
   LeaseView,
   StandbyPlaces,
   StoreCapabilities,
@@ -115,9 +116,11 @@ export function sqliteLeaseStore(db: Database): SqliteLeaseStore {
  * Nothing touches the database before the first operation, which creates what is missing
  * of the schema and prepares the statements.
  */
-export class SqliteLeaseStore implements LeaseStore, ChangeSignals, StandbyPlaces, TenureProof {
+export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, StandbyPlaces, TenureProof {
   /** Every candidate of a SQLite file shares the host's clock: what is stored is timed by theirs. */
   readonly clock = 'candidate';
+  /** The original worker's table. */
+  readonly tableName = 'worker_leadership';
   /** Releases signalled through a file, standby places in a table, and tenures proven over by their endpoints. */
   readonly capabilities: StoreCapabilities = { changes: this, standby: this, tenureProof: this };
   private statements: Statements | undefined;
@@ -264,6 +267,23 @@ export class SqliteLeaseStore implements LeaseStore, ChangeSignals, StandbyPlace
       this.watchIfWanted();
       const row = this.reader()?.get({ slot, ...now });
       return row && viewOf(row);
+    });
+  }
+
+  /** Whether the lease table exists (a candidate, or the original worker, ran here). Never writes. */
+  hasTable(): boolean {
+    return this.connection.run(() => this.reader() !== undefined);
+  }
+
+  /**
+   * Creates what is missing of the schema, as every candidate's first operation does, first
+   * setting WAL if `wal` (which the file keeps); says which journal mode the file is in.
+   */
+  install({ wal = false }: { wal?: boolean } = {}): string {
+    return this.connection.run(() => {
+      if (wal) this.db.pragma('journal_mode = WAL');
+      this.ready();
+      return this.db.pragma('journal_mode', { simple: true }) as string;
     });
   }
 
