@@ -1,22 +1,52 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const src = join(__dirname, '..', 'src');
 
-/** Every .ts file under src/, as a path relative to it. */
-function sources(folder = src): string[] {
+/** Every .ts file under `root`, as a path relative to it. */
+function sources(root = src, folder = root): string[] {
   return readdirSync(folder, { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory() ? sources(join(folder, entry.name)) : entry.name.endsWith('.ts') ? [relative(src, join(folder, entry.name))] : [],
+    entry.isDirectory()
+      ? sources(root, join(folder, entry.name))
+      : entry.name.endsWith('.ts')
+        ? [relative(root, join(folder, entry.name))]
+        : [],
   );
 }
 
-/** The files of src/ that `file` imports (type-only imports included), relative to src/. */
-function importsOf(file: string): string[] {
-  const text = readFileSync(join(src, file), 'utf8');
-  return [...text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)].map(([, path]) => {
-    const target = relative(src, resolve(dirname(join(src, file)), path));
-    return sources().includes(`${target}.ts`) ? `${target}.ts` : `${target}/index.ts`;
-  });
+/** Each .ts file under `root` with the files under `root` it imports (type-only imports included), relative to it. */
+function importGraph(root = src): Map<string, string[]> {
+  const files = sources(root);
+  return new Map(
+    files.map((file) => {
+      const text = readFileSync(join(root, file), 'utf8');
+      const targets = [...text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)].map(([, path]) => {
+        const target = relative(root, resolve(dirname(join(root, file)), path));
+        return files.includes(`${target}.ts`) ? `${target}.ts` : `${target}/index.ts`;
+      });
+      return [file, targets];
+    }),
+  );
+}
+
+/** Every loop of imports in `graph`, of any length, each once, as `a -> b -> ... -> a` from its smallest file. */
+function importLoops(graph: Map<string, string[]>): string[] {
+  const loops = new Set<string>();
+  const visit = (file: string, path: string[]) => {
+    const at = path.indexOf(file);
+    if (at >= 0) {
+      const loop = path.slice(at);
+      const start = loop.indexOf([...loop].sort()[0]);
+      const rotated = [...loop.slice(start), ...loop.slice(0, start)];
+      loops.add([...rotated, rotated[0]].join(' -> '));
+      return;
+    }
+    for (const target of graph.get(file) ?? []) visit(target, [...path, file]);
+  };
+  // Acyclic graphs end each walk at a leaf; a walk that meets its own path is a loop.
+  for (const file of graph.keys()) visit(file, []);
+  return [...loops].sort();
 }
 
 /** The layer a file belongs to: its first folder, or `entry` for the entry points at the root. */
@@ -39,6 +69,8 @@ const allowed: Record<string, string[]> = {
 
 describe('the layers of src/', () => {
   const files = sources();
+  const graph = importGraph();
+  const importsOf = (file: string) => graph.get(file) ?? [];
 
   it('are the folders core, store, campaign, surface and cli, with only the entry points at the root', () => {
     expect([...new Set(files.map(layerOf))].sort()).toEqual(['campaign', 'cli', 'core', 'entry', 'store', 'surface']);
@@ -62,13 +94,21 @@ describe('the layers of src/', () => {
     expect(wrong).toEqual([]);
   });
 
-  it('have no two files that import each other', () => {
-    const pairs = files.flatMap((file) =>
-      importsOf(file)
-        .filter((target) => importsOf(target).includes(file) && file < target)
-        .map((target) => `${file} <-> ${target}`),
-    );
-    expect(pairs).toEqual([]);
+  it('have no loop of imports, of any length', () => {
+    expect(importLoops(graph)).toEqual([]);
+  });
+
+  it('would show a loop of three files planted among others', () => {
+    const planted = mkdtempSync(join(tmpdir(), 'observe-leadership-layers-'));
+    try {
+      writeFileSync(join(planted, 'a.ts'), "import { b } from './b';\nexport const a = b;\n");
+      writeFileSync(join(planted, 'b.ts'), "import { c } from './c';\nexport const b = c;\n");
+      writeFileSync(join(planted, 'c.ts'), "import type { a } from './a';\nimport { d } from './d';\nexport const c: typeof a = d;\n");
+      writeFileSync(join(planted, 'd.ts'), 'export const d = 1;\n');
+      expect(importLoops(importGraph(planted))).toEqual(['a.ts -> b.ts -> c.ts -> a.ts']);
+    } finally {
+      rmSync(planted, { recursive: true, force: true });
+    }
   });
 });
 
