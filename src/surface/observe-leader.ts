@@ -1,17 +1,13 @@
 import { storeOrDatabase } from '../store/given-database';
 import type { SqliteDatabaseLike } from '../store/sqlite/sqlite-database-like';
-import { Observable, SchedulerLike, Subscription } from 'rxjs';
+import { Observable, SchedulerLike } from 'rxjs';
 import { expectConfig, expectInteger, expectScheduler, MAX_DELAY } from '../core/argument-check';
-import { LeadershipError } from '../core/leadership-error';
 import { beginAll, expectInstrument, LeaderInstrument } from './instrument';
 import type { LeaderState } from './leader-state';
-import { LeaseObservation } from '../campaign/lease-observation';
-import { monotonicScheduler, readClocks } from '../core/monotonic-scheduler';
-import { LockRetry } from '../campaign/lock-retry';
-import { LeaseReader, LeaseView } from '../store/lease-store';
-import { OneInFlight } from '../campaign/one-in-flight';
+import { monotonicScheduler } from '../core/monotonic-scheduler';
+import type { LeaseReader } from '../store/lease-store';
+import { LeaderWatch } from './leader-watch';
 import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
-import { stands } from '../store/lease-check';
 
 /** Options of `observeLeader`. */
 export interface ObserveLeaderConfig {
@@ -76,73 +72,8 @@ export function observeLeader(db: SqliteDatabaseLike | LeaseReader, config: Obse
   return new Observable<LeaderState>((subscriber) => {
     const store = 'store' in given ? given.store : sqliteLeaseStore(given.database);
     const recording = beginAll(instrument, { slot, pollEvery, now: () => scheduler.now() });
-    let timer: Subscription | undefined;
-    let last: LeaderState | undefined;
-    const observation = new LeaseObservation();
-    const lockRetry = new LockRetry();
-    // A look asked for while one is in flight runs once that one lands, in place of its answer.
-    const flights = new OneInFlight((error) => subscriber.error(error));
-    const look = (): void => {
-      timer?.unsubscribe();
-      flights.whenSettled(() =>
-        flights.run(
-          () => store.look(slot, readClocks(scheduler)),
-          (view) => landed(() => seen(view)),
-          (error) => landed(() => failed(error)),
-        ),
-      );
-    };
-    /** An answer is handled unless the stream ended, or a newer look is due (the answer may predate the change that asked for it). */
-    const landed = (handle: () => void) => {
-      if (!subscriber.closed && !flights.hasQueued) handle();
-    };
-    const seen = (view: LeaseView | undefined): void => {
-      lockRetry.clear();
-      recording?.answered();
-      const expiresIn = view === undefined ? -1 : observation.remaining(view, scheduler.now());
-      const state = stateOf(slot, view, expiresIn);
-      if (last === undefined || !sameState(state, last)) {
-        last = state;
-        recording?.record(state);
-        subscriber.next(state);
-      }
-      // A live lease ends when its time is up unless renewed: look again just after, if sooner.
-      const untilExpiry = state.expiresAt === null ? pollEvery : expiresIn + 1;
-      if (!subscriber.closed) timer = scheduler.schedule(look, Math.max(1, Math.min(pollEvery, untilExpiry)));
-    };
-    const failed = (error: unknown): void => {
-      if (!(error instanceof LeadershipError && error.transient)) {
-        recording?.error(error);
-        return subscriber.error(error);
-      }
-      recording?.failed(error);
-      // A lock met (the store never waits for one): a few ms later, for up to `pollEvery`.
-      const step = lockRetry.stepAfter(error, scheduler.now(), pollEvery);
-      timer = scheduler.schedule(look, step ?? pollEvery);
-    };
-    // A change reported by the store comes from inside another operation: look right after it.
-    const unwatch = store.capabilities?.changes?.watch(
-      () => {
-        timer?.unsubscribe();
-        timer = scheduler.schedule(look, 0);
-      },
-      { elections: true, renewals: true },
-    );
-    look();
-    return () => {
-      timer?.unsubscribe();
-      unwatch?.();
-      recording?.end();
-    };
+    const watch = new LeaderWatch({ store, slot, pollEvery, scheduler, recording }, subscriber);
+    watch.start();
+    return () => watch.stop();
   });
-}
-
-function stateOf(slot: number, view: LeaseView | undefined, expiresIn: number): LeaderState {
-  return view !== undefined && stands(expiresIn)
-    ? { slot, holder: view.lease.holder, term: view.lease.term, expiresAt: view.lease.expiresAt }
-    : { slot, holder: null, term: null, expiresAt: null };
-}
-
-function sameState(a: LeaderState, b: LeaderState): boolean {
-  return a.holder === b.holder && a.term === b.term && a.expiresAt === b.expiresAt;
 }

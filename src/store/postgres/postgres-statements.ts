@@ -35,44 +35,46 @@ export interface Row extends QueryResultRow {
  */
 const readLength = `(to_jsonb(lease) ->> 'lease_ms')::bigint AS lease_ms`;
 
+type Names = { table: string; termSequence: string };
+
+/** Writes nothing once the table has `lease_ms` (see `statementsFor`). */
+const noLengthYet = (table: string) =>
+  `NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = ${literal(table)}::regclass AND attname = 'lease_ms' AND NOT attisdropped)`;
+
 /**
- * The statements of a table, as its shape allows: with `lease_ms` (`leaseLength`), every
- * lease written says its length; without it (a table made by hand without the column, for
- * a role that may not add it), leases are judged by the server's clock, and every write
- * does nothing once the column exists (someone added it meanwhile): a lease written then
- * without its length would keep the length of the tenure before, so the store looks again
- * and writes with it.
+ * Takes the slot if it is free, expired, already `$2`'s, or exactly the lease the follower
+ * watched unchanged for its whole length; returns the row it wrote, or nothing.
+ *
+ * $3 is the lease's length: the server's clock sets its end, and the row keeps the length.
+ * Taking a free, expired or own row draws a new term from the sequence, evaluated under the
+ * row's lock, after every tenure granted before.
+ *
+ * The server's clock may step, so a lease our candidates wrote (it has its length) is never
+ * judged by it: it is taken only as exactly the lease ($5, $6, $7: holder, term, expiry)
+ * that the follower watched unchanged for that length on its own monotonic clock (see
+ * LeaseObservation), which a renewal or a takeover meanwhile changes. A row without a
+ * length (from an earlier version, or a table without the column) is judged by the
+ * server's clock, strictly past its end as the original worker judges.
  */
-export function statementsFor({ table, termSequence }: { table: string; termSequence: string }, { leaseLength }: LeaseTableShape) {
-  const noLengthYet = `NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = ${literal(table)}::regclass AND attname = 'lease_ms' AND NOT attisdropped)`;
+function upsertText({ table, termSequence }: Names, { leaseLength }: LeaseTableShape, { from = '', where = [] as string[] } = {}): string {
   const nextTerm = `nextval(${literal(termSequence)})`;
-  // $3 is the lease's length: the server's clock sets its end, and the row keeps the length.
-  // Taking a free, expired or own row draws a new term from the sequence, evaluated under the
-  // row's lock, after every tenure granted before. Observers that listen hear of the election
-  // when it commits.
-  //
-  // The server's clock may step, so a lease our candidates wrote (it has its length) is never
-  // judged by it: it is taken only as exactly the lease ($5, $6, $7: holder, term, expiry)
-  // that the follower watched unchanged for that length on its own monotonic clock (see
-  // LeaseObservation), which a renewal or a takeover meanwhile changes. A row without a
-  // length (from an earlier version, or a table without the column) is judged by the
-  // server's clock, strictly past its end as the original worker judges.
-  const upsert = ({ from = '', where = [] as string[] } = {}) => {
-    const conditions = leaseLength ? where : [...where, noLengthYet];
-    return `INSERT INTO ${table} AS lease (slot, holder, expires_at, term${leaseLength ? ', lease_ms' : ''})
-        SELECT $1, $2, clock.now + $3, ${nextTerm}${leaseLength ? ', $3' : ''}
-        FROM ${from}(SELECT ${serverNow} AS now) AS clock ${conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : ''}
-        ON CONFLICT (slot) DO UPDATE
-          SET holder = excluded.holder, expires_at = excluded.expires_at, term = ${nextTerm}${leaseLength ? ', lease_ms = excluded.lease_ms' : ''}
-          WHERE lease.holder = excluded.holder
-            OR (${leaseLength ? 'lease.lease_ms IS NULL AND ' : ''}lease.expires_at < excluded.expires_at - $3)
-            OR (lease.holder = $5 AND lease.term = $6 AND lease.expires_at = $7)
-        RETURNING holder, term, expires_at, ${leaseLength ? 'lease_ms' : 'NULL::bigint AS lease_ms'}, expires_at - $3 AS now`;
-  };
+  const conditions = leaseLength ? where : [...where, noLengthYet(table)];
+  return `INSERT INTO ${table} AS lease (slot, holder, expires_at, term${leaseLength ? ', lease_ms' : ''})
+      SELECT $1, $2, clock.now + $3, ${nextTerm}${leaseLength ? ', $3' : ''}
+      FROM ${from}(SELECT ${serverNow} AS now) AS clock ${conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : ''}
+      ON CONFLICT (slot) DO UPDATE
+        SET holder = excluded.holder, expires_at = excluded.expires_at, term = ${nextTerm}${leaseLength ? ', lease_ms = excluded.lease_ms' : ''}
+        WHERE lease.holder = excluded.holder
+          OR (${leaseLength ? 'lease.lease_ms IS NULL AND ' : ''}lease.expires_at < excluded.expires_at - $3)
+          OR (lease.holder = $5 AND lease.term = $6 AND lease.expires_at = $7)
+      RETURNING holder, term, expires_at, ${leaseLength ? 'lease_ms' : 'NULL::bigint AS lease_ms'}, expires_at - $3 AS now`;
+}
+
+/** The statements that write a lease: each announces what it did on the channel, for followers and observers that listen. */
+function writeStatements(names: Names, shape: LeaseTableShape) {
+  const { table } = names;
   return {
-    read: `SELECT holder, term, expires_at, ${readLength}, ${serverNow} AS now FROM ${table} AS lease WHERE slot = $1`,
-    hasTable: `SELECT to_regclass(${literal(table)}) IS NOT NULL AS found`,
-    take: `WITH taken AS (${upsert()})
+    take: `WITH taken AS (${upsertText(names, shape)})
       SELECT holder, term, expires_at, lease_ms, now, pg_notify('${channel}', $4) FROM taken`,
     // The same for an attempt that every follower makes when a release is announced: only
     // the one that gets the slot's gate (an advisory lock held until the statement commits)
@@ -81,7 +83,7 @@ export function statementsFor({ table, termSequence }: { table: string; termSequ
     // the compare-and-set alone decides who leads.
     // The gate's key is the election's payload (this table) and the slot.
     takeInCrowd: `WITH gate AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtextextended($4, $1)) AS open),
-      taken AS (${upsert({ from: 'gate, ', where: ['gate.open'] })})
+      taken AS (${upsertText(names, shape, { from: 'gate, ', where: ['gate.open'] })})
       SELECT gate.open, taken.holder, taken.term, taken.expires_at, taken.lease_ms, taken.now,
         CASE WHEN taken.holder IS NOT NULL THEN pg_notify('${channel}', $4) END AS notified
       FROM gate LEFT JOIN taken ON true`,
@@ -93,8 +95,8 @@ export function statementsFor({ table, termSequence }: { table: string; termSequ
     // not there. A lease that had ended before the renewal arrived is renewed if nobody
     // took it, as on SQLite.
     // Followers that time the lease by watching it (the standbys listen) hear of it at once.
-    renew: `WITH renewed AS (UPDATE ${table} SET expires_at = ${serverNow} + $4${leaseLength ? ', lease_ms = $4' : ''}
-        WHERE slot = $1 AND holder = $2 AND term = $3${leaseLength ? '' : ` AND ${noLengthYet}`}
+    renew: `WITH renewed AS (UPDATE ${table} SET expires_at = ${serverNow} + $4${shape.leaseLength ? ', lease_ms = $4' : ''}
+        WHERE slot = $1 AND holder = $2 AND term = $3${shape.leaseLength ? '' : ` AND ${noLengthYet(table)}`}
         AND (SELECT lease.expires_at >= ${serverNow} OR lease.expires_at < ${arrival}
           FROM (SELECT expires_at FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease)
         RETURNING slot)
@@ -102,12 +104,29 @@ export function statementsFor({ table, termSequence }: { table: string; termSequ
     // Deletes the row, as the original worker does, and wakes the followers that listen.
     release: `WITH released AS (DELETE FROM ${table} WHERE slot = $1 AND holder = $2 AND term = $3 RETURNING slot)
       SELECT pg_notify('${channel}', $4) FROM released`,
+  };
+}
+
+/**
+ * The statements of a table, as its shape allows: with `lease_ms` (`leaseLength`), every
+ * lease written says its length; without it (a table made by hand without the column, for
+ * a role that may not add it), leases are judged by the server's clock, and every write
+ * does nothing once the column exists (someone added it meanwhile): a lease written then
+ * without its length would keep the length of the tenure before, so the store looks again
+ * and writes with it.
+ */
+export function statementsFor(names: Names, shape: LeaseTableShape) {
+  const { table } = names;
+  return {
+    ...writeStatements(names, shape),
+    read: `SELECT holder, term, expires_at, ${readLength}, ${serverNow} AS now FROM ${table} AS lease WHERE slot = $1`,
+    hasTable: `SELECT to_regclass(${literal(table)}) IS NOT NULL AS found`,
     // The lock comes first, the clock after it: the outer select runs once the row is locked.
+    lockForFencing: `SELECT lease.holder, lease.term, lease.expires_at, ${readLength}, ${serverNow} AS now
+      FROM (SELECT * FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease`,
     // Standby places: the first free of `$2` advisory locks of the slot, on the session.
     standBy: `SELECT place FROM generate_series(0, $2::int - 1) AS place WHERE pg_try_advisory_lock(hashtext($1), place) LIMIT 1`,
     leaveStandby: `SELECT pg_advisory_unlock(hashtext($1), $2::int)`,
-    lockForFencing: `SELECT lease.holder, lease.term, lease.expires_at, ${readLength}, ${serverNow} AS now
-      FROM (SELECT * FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease`,
     // What a candidate needs besides reading: has_table_privilege with several privileges
     // says whether any is held, so each is asked alone. nextval needs USAGE or UPDATE.
     privileges: `SELECT current_user AS role, pg_is_in_recovery() AS standby,

@@ -30,67 +30,88 @@ const maxProbes = 1_000;
 export function watchEndpoint(database: string, lease: Lease, onEnded: () => void): TenureWatch {
   warmUp();
   const path = endpointPath(database, lease);
-  const greeting = greetingOf(lease);
-  let socket: Socket | undefined;
-  let active = path !== undefined;
-  /** The socket file reached and trusted, once greeted: the connection to watch was made. */
-  let reached: Stats | undefined;
-  let probes = 0;
+  const watch = new EndpointWatch(database, path ?? '', greetingOf(lease), onEnded);
+  if (path === undefined) watch.close();
+  else watch.attach();
+  return watch;
+}
 
-  const giveUp = () => {
-    active = false;
-    socket?.destroy();
-    socket = undefined;
+/** One follower's watch of one endpoint (see `watchEndpoint`): a connection at a time, then probes once it closed. */
+class EndpointWatch implements TenureWatch {
+  private socket: Socket | undefined;
+  private active = true;
+  /** The socket file reached and trusted, once greeted: the connection to watch was made. */
+  private reached: Stats | undefined;
+  private probes = 0;
+
+  constructor(
+    private readonly database: string,
+    private readonly path: string,
+    private readonly greeting: string,
+    private readonly onEnded: () => void,
+  ) {}
+
+  get watching(): boolean {
+    return this.active;
+  }
+
+  readonly close = (): void => {
+    this.active = false;
+    this.socket?.destroy();
+    this.socket = undefined;
   };
-  const ended = () => {
-    active = false;
-    onEnded();
-  };
-  const attach = () => {
-    if (!active) return;
-    const file = socketFile(database, path as string);
-    if (reached !== undefined && file === 'missing') return ended();
-    if (typeof file === 'string' || (reached !== undefined && !sameFile(file, reached))) return giveUp();
-    const connection = connect({ path: path as string });
-    socket = connection;
+
+  /** Connects to the endpoint's file, if it is still the one first reached (or the first). */
+  readonly attach = (): void => {
+    if (!this.active) return;
+    const file = socketFile(this.database, this.path);
+    if (this.reached !== undefined && file === 'missing') return this.ended();
+    if (typeof file === 'string' || (this.reached !== undefined && !sameFile(file, this.reached))) return this.close();
+    const connection = connect({ path: this.path });
+    this.socket = connection;
     connection.unref();
     connection.setEncoding('utf8');
-    let greeted = false;
     let failure: string | undefined;
+    this.awaitGreeting(connection, file);
+    connection.on('error', (error: NodeJS.ErrnoException) => (failure = error.code));
+    connection.once('close', () => this.onClosed(connection, failure));
+  };
+
+  /** Trusts the file once the leader's greeting came on `connection`; anything else is somebody else's. */
+  private awaitGreeting(connection: Socket, file: Stats): void {
     let received = '';
-    connection.on('data', (chunk: string) => {
-      if (greeted) return;
+    const onData = (chunk: string) => {
       received += chunk;
       const end = received.indexOf('\n');
-      if (end < 0) return void (received.length > 4 * greeting.length && connection.destroy());
-      if (received.slice(0, end) !== greeting) return giveUp(); // somebody else's
-      greeted = true;
-      reached ??= file;
-      probes = 0;
-    });
-    connection.on('error', (error: NodeJS.ErrnoException) => (failure = error.code));
-    connection.once('close', () => {
-      if (!active || socket !== connection) return;
-      socket = undefined;
-      if (reached === undefined) return giveUp(); // never reached: nothing to go by
-      if (failure === 'ECONNREFUSED') {
-        // Nobody listens on the very file the leader made: it is gone.
-        const now = socketFile(database, path as string);
-        return typeof now !== 'string' && sameFile(now, reached) ? ended() : giveUp();
-      }
-      // The connection closed, or a probe met the listener still being torn down (or the
-      // file removed under it): ask again.
-      if (++probes > maxProbes) return giveUp();
-      setImmediate(attach);
-    });
-  };
-  attach();
-  return {
-    get watching() {
-      return active;
-    },
-    close: giveUp,
-  };
+      if (end < 0) return void (received.length > 4 * this.greeting.length && connection.destroy());
+      connection.off('data', onData);
+      if (received.slice(0, end) !== this.greeting) return this.close(); // somebody else's
+      this.reached ??= file;
+      this.probes = 0;
+    };
+    connection.on('data', onData);
+  }
+
+  /** The connection closed: proof if nobody listens on the very file reached, else another probe. */
+  private onClosed(connection: Socket, failure: string | undefined): void {
+    if (!this.active || this.socket !== connection) return;
+    this.socket = undefined;
+    if (this.reached === undefined) return this.close(); // never reached: nothing to go by
+    if (failure === 'ECONNREFUSED') {
+      // Nobody listens on the very file the leader made: it is gone.
+      const now = socketFile(this.database, this.path);
+      return typeof now !== 'string' && sameFile(now, this.reached) ? this.ended() : this.close();
+    }
+    // The connection closed, or a probe met the listener still being torn down (or the
+    // file removed under it): ask again.
+    if (++this.probes > maxProbes) return this.close();
+    setImmediate(this.attach);
+  }
+
+  private ended(): void {
+    this.active = false;
+    this.onEnded();
+  }
 }
 
 /** The socket file at `path` if it is one and belongs to the database file's owner; else why not. */

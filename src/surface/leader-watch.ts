@@ -1,0 +1,112 @@
+import { Subscriber, SchedulerLike, Subscription } from 'rxjs';
+import { LeaseObservation } from '../campaign/lease-observation';
+import { LockRetry } from '../campaign/lock-retry';
+import { OneInFlight } from '../campaign/one-in-flight';
+import { LeadershipError } from '../core/leadership-error';
+import { readClocks } from '../core/monotonic-scheduler';
+import { stands } from '../store/lease-check';
+import { LeaseReader, LeaseView } from '../store/lease-store';
+import type { InstrumentRecording } from './instrument';
+import type { LeaderState } from './leader-state';
+
+/** Where a watch reads, how often, on which clock, and what it tells. */
+export interface WatchSetting {
+  readonly store: LeaseReader;
+  readonly slot: number;
+  readonly pollEvery: number;
+  readonly scheduler: SchedulerLike;
+  readonly recording: InstrumentRecording<LeaderState> | undefined;
+}
+
+/**
+ * One subscription of `observeLeader`: it looks at the slot, then again at its next poll,
+ * when the store reports a change, or just after the live lease it saw can end, and emits
+ * the slot's state each time it changes. One look is in flight at a time; a look asked for
+ * meanwhile runs once that one lands, in place of its answer (which may predate the change
+ * that asked for it). Transient errors are skipped (a lock met is tried again within ms);
+ * others end the stream.
+ */
+export class LeaderWatch {
+  private timer: Subscription | undefined;
+  private last: LeaderState | undefined;
+  private readonly observation = new LeaseObservation();
+  private readonly lockRetry = new LockRetry();
+  private readonly flights = new OneInFlight((error) => this.subscriber.error(error));
+  private unwatch: (() => void) | undefined;
+
+  constructor(
+    private readonly setting: WatchSetting,
+    private readonly subscriber: Subscriber<LeaderState>,
+  ) {}
+
+  start(): void {
+    // A change reported by the store comes from inside another operation: look right after it.
+    this.unwatch = this.setting.store.capabilities?.changes?.watch(() => this.lookIn(0), { elections: true, renewals: true });
+    this.look();
+  }
+
+  stop(): void {
+    this.timer?.unsubscribe();
+    this.unwatch?.();
+    this.setting.recording?.end();
+  }
+
+  private readonly look = (): void => {
+    this.timer?.unsubscribe();
+    const { store, slot, scheduler } = this.setting;
+    this.flights.whenSettled(() =>
+      this.flights.run(
+        () => store.look(slot, readClocks(scheduler)),
+        (view) => this.landed(() => this.seen(view)),
+        (error) => this.landed(() => this.failed(error)),
+      ),
+    );
+  };
+
+  private lookIn(ms: number): void {
+    this.timer?.unsubscribe();
+    this.timer = this.setting.scheduler.schedule(this.look, ms);
+  }
+
+  /** An answer is handled unless the stream ended, or a newer look is due. */
+  private landed(handle: () => void): void {
+    if (!this.subscriber.closed && !this.flights.hasQueued) handle();
+  }
+
+  private seen(view: LeaseView | undefined): void {
+    const { slot, pollEvery, scheduler, recording } = this.setting;
+    this.lockRetry.clear();
+    recording?.answered?.();
+    const expiresIn = view === undefined ? -1 : this.observation.remaining(view, scheduler.now());
+    const state = stateOf(slot, view, expiresIn);
+    if (this.last === undefined || !sameState(state, this.last)) {
+      this.last = state;
+      recording?.record(state);
+      this.subscriber.next(state);
+    }
+    // A live lease ends when its time is up unless renewed: look again just after, if sooner.
+    const untilExpiry = state.expiresAt === null ? pollEvery : expiresIn + 1;
+    if (!this.subscriber.closed) this.lookIn(Math.max(1, Math.min(pollEvery, untilExpiry)));
+  }
+
+  private failed(error: unknown): void {
+    const { pollEvery, scheduler, recording } = this.setting;
+    if (!(error instanceof LeadershipError && error.transient)) {
+      recording?.error?.(error);
+      return this.subscriber.error(error);
+    }
+    recording?.failed?.(error);
+    // A lock met (the store never waits for one): a few ms later, for up to `pollEvery`.
+    this.lookIn(this.lockRetry.stepAfter(error, scheduler.now(), pollEvery) ?? pollEvery);
+  }
+}
+
+function stateOf(slot: number, view: LeaseView | undefined, expiresIn: number): LeaderState {
+  return view !== undefined && stands(expiresIn)
+    ? { slot, holder: view.lease.holder, term: view.lease.term, expiresAt: view.lease.expiresAt }
+    : { slot, holder: null, term: null, expiresAt: null };
+}
+
+function sameState(a: LeaderState, b: LeaderState): boolean {
+  return a.holder === b.holder && a.term === b.term && a.expiresAt === b.expiresAt;
+}
