@@ -4,16 +4,37 @@ import { LeaseObservation } from './lease-observation';
 
 /**
  * The phase a campaign is in. Each phase holds only what is true in it, so that a follower's
- * knowledge goes with it when it wins, and nothing of a leader's survives its tenure.
+ * knowledge goes with it when it wins, and nothing of a leader's survives its tenure. The
+ * transitions between phases are all in campaign.ts; what happens within one, in
+ * follower-steps.ts and leader-steps.ts.
  */
 export type Phase = Following | Leading | Stopped;
 
 /**
+ * What a follower is doing about its next attempt. A change it hears of (a release, an
+ * election, the proven end of the leader's tenure) acts by it, in one place
+ * (`FollowerSteps.onChange`): while `waiting`, an attempt is made at once; while `due`,
+ * nothing more (a burst of changes makes one attempt); while `acquiring`, it is noted
+ * (`changedMeanwhile`), since the answer on its way may predate it, and another attempt
+ * follows that answer.
+ */
+type FollowerActivity =
+  /** Waiting for its timer: the next poll, or the first ms after the lease it saw can end. */
+  | { readonly name: 'waiting' }
+  /** An attempt is due at once: a change was heard. */
+  | { readonly name: 'due' }
+  /** An attempt is in flight (a store that answers later: PostgreSQL). */
+  | { readonly name: 'acquiring'; changedMeanwhile: boolean };
+
+/**
  * Trying to acquire. A follower that holds a standby place (`standby: 'held'`) stands by:
- * it listens for releases and, where the store can prove it, watches the leader's tenure.
+ * it listens for releases and, where the store can prove it, watches the leader's tenure;
+ * the others rely on the standbys and only poll.
  */
 export interface Following {
   readonly name: 'following';
+  /** What it does about its next attempt (see `FollowerActivity`). */
+  activity: FollowerActivity;
   /**
    * What it last learnt of the standby places: it holds one, every one is held by others
    * (who watch for it), or it does not know (not asked yet, or the asking failed).
@@ -25,10 +46,6 @@ export interface Following {
   leaderWatch: { readonly lease: Lease; readonly watch: TenureWatch } | undefined;
   /** A tenure whose end the store proved: attempts may take the slot from it until it changes hands. */
   ended: Lease | undefined;
-  /** Whether an attempt is already due at once, so that bursts of changes make one. */
-  attemptDue: boolean;
-  /** Whether a change was reported while its own call was in flight. */
-  changedInFlight: boolean;
   /** What it knows of how long the lease it last saw has left. */
   readonly observation: LeaseObservation;
 }
@@ -46,16 +63,20 @@ interface Stopped {
   readonly left: Following | Leading;
 }
 
-/** A follower that knows nothing yet. */
+/** A follower that knows nothing yet (its first attempt is made, or set on its timer, right after). */
 export function following(): Following {
   return {
     name: 'following',
+    activity: { name: 'waiting' },
     standby: 'unknown',
     stopListening: undefined,
     leaderWatch: undefined,
     ended: undefined,
-    attemptDue: false,
-    changedInFlight: false,
     observation: new LeaseObservation(),
   };
+}
+
+/** Whether a follower stands by: it holds a standby place, or listens as one (a place it may hold, to give up at the end). */
+export function standsBy(follower: Following): boolean {
+  return follower.standby === 'held' || follower.stopListening !== undefined;
 }

@@ -1,0 +1,57 @@
+import type { SchedulerLike } from 'rxjs';
+import type { Lease, LeadershipEvent } from '../core/leadership-event';
+import type { ClockReading, LeaseStore, StoreCapabilities } from '../store/lease-store';
+import type { Following, Leading, Phase } from './campaign-phase';
+import type { LockRetry } from './lock-retry';
+import type { OneInFlight } from './one-in-flight';
+
+/** The durations that drive a campaign, in milliseconds (see `LeadershipConfig`). */
+export interface CampaignTiming {
+  readonly renewEvery: number;
+  readonly expiresAfter: number;
+  readonly retryEvery: number;
+}
+
+/**
+ * What the steps of a phase (`FollowerSteps`, `LeaderSteps`) use of their campaign: its
+ * store and identity, its one timer and one operation in flight, its clock, what it emits,
+ * and the transitions between phases, which only the campaign makes.
+ */
+export interface CampaignContext {
+  readonly store: LeaseStore;
+  readonly slot: number;
+  readonly holder: string;
+  readonly timing: CampaignTiming;
+  readonly scheduler: SchedulerLike;
+  /** What the store can do beyond its five operations. */
+  readonly powers: StoreCapabilities;
+  /** The one store operation in flight, and what waits for it. */
+  readonly flights: OneInFlight;
+  /** When to try again while the lock an operation needs is taken. */
+  readonly lockRetry: LockRetry;
+  /** The phase now: steps act only while it is still the one they were given. */
+  readonly phase: Phase;
+  /** Sets the campaign's one timer, replacing any other; `action` waits for an operation in flight unless `waits` is false. */
+  wake(action: () => void, delay: number, waits?: boolean): void;
+  /** Stops the timer and drops what waited for the operation in flight: an attempt replaces whatever was due. */
+  clearTimer(): void;
+  /** Emits; whether the campaign still runs (a subscriber may stop it from `next`). */
+  emit(event: LeadershipEvent): boolean;
+  /** A store's error: an `error` event if transient (then `carryOn`), else the end of the stream. */
+  onStoreError(error: unknown, carryOn: () => void): void;
+  /** An answer of the store came: instruments are told. */
+  answered(): void;
+  /** How long a renewal took, in ms, unrounded. */
+  timedRenewal(ms: number): void;
+  /** The follower won: its watches end, and the tenure begins. */
+  lead(follower: Following, leading: Leading): void;
+  /** The tenure goes on, to the lease just written. */
+  renewed(leading: Leading): void;
+  /** The tenure ended (`lost`): a follower again. */
+  lose(leading: Leading, reason: 'superseded' | 'expired'): void;
+  /** The clocks, read now, for the store. */
+  reading(): ClockReading;
+  /** Now, in whole ms on the scheduler's clock. */
+  now(): number;
+  lease(term: number, holder?: string): Lease;
+}

@@ -1,0 +1,214 @@
+import { LeadershipError } from '../core/leadership-error';
+import { isPromiseLike } from '../core/eventually';
+import { stands } from '../store/lease-check';
+import { AcquireResult, ChangeOrigin, LeaseChange, LeaseRecord, LockTaken, sameTenure } from '../store/lease-store';
+import type { CampaignContext } from './campaign-context';
+import type { Following } from './campaign-phase';
+
+/**
+ * How many followers of a slot stand by: they watch for releases and take the slot within
+ * a few ms of one, while the others rely on them and only poll. A release that woke every
+ * follower would cost more CPU than the handoff takes once there are dozens of them.
+ */
+const standbyPlaces = 3;
+
+/** Ms that a follower of a crowd that found the lock taken waits before it tries again (see `tryToAcquire`). */
+const crowdPatience = 10;
+
+/**
+ * What a follower does: it tries to acquire, then tries again after `retryEvery`, or just
+ * after the live lease it saw expires if that comes sooner. The first few followers stand
+ * by: they also try at once when the store reports a release, and they and the followers
+ * relying on them need poll only as often as the leader renews. Where the store can prove
+ * that a tenure ended (SQLite: the leader's process is gone), standbys watch the leader's
+ * tenure and, on that proof alone, take the slot from exactly that holder and term at once.
+ * Where the store cannot time leases on a clock that cannot jump (PostgreSQL: the server's
+ * wall clock), a follower times the lease it sees itself (`LeaseObservation`). What a change
+ * does depends on the follower's activity (`FollowerActivity`), in `onChange` alone.
+ */
+export class FollowerSteps {
+  constructor(private readonly campaign: CampaignContext) {}
+
+  readonly attempt = (): void => this.tryToAcquire(true);
+
+  /**
+   * An attempt that every follower may be making at the same moment: if another connection
+   * holds the write lock, it is most likely taking the slot, so this one steps aside at once
+   * instead of queueing, and reads again a few ms later.
+   */
+  readonly attemptInCrowd = (): void => this.tryToAcquire(false);
+
+  /**
+   * The slot may have changed hands: a change seen through the store (`origin`, `change`),
+   * or the leader's tenure proven over (`proof`). A change in this process comes from a
+   * release on the same connection; a change seen through the file or a notification
+   * reaches every follower of every process at the same moment, and all of them read: the
+   * first to find the slot free takes it, the others step aside.
+   */
+  onChange(follower: Following, origin: ChangeOrigin | 'proof', change?: LeaseChange): void {
+    const { activity } = follower;
+    if (this.campaign.phase !== follower) return;
+    // The answer on its way may predate the change: another attempt follows it.
+    if (activity.name === 'acquiring') return void (activity.changedMeanwhile = true);
+    // Every standby has a proof at the same moment, as with a release: in a crowd, at once.
+    if (origin === 'proof') return this.attemptInCrowd();
+    if (activity.name === 'due') return;
+    // A renewal leaves the slot taken: reading it restarts this follower's count, nothing more.
+    // Changes that went unheard are as likely one as the other: read first, as for a renewal.
+    if (origin === 'anywhere' && change !== 'renewal' && change !== 'unheard') return this.attemptInCrowd();
+    follower.activity = { name: 'due' };
+    this.campaign.wake(this.attempt, 0);
+  }
+
+  /** Ends what a follower watches: changes, and the leader's tenure. */
+  endFollowing(follower: Following): void {
+    this.listen(follower, false);
+    this.unwatchLeader(follower);
+  }
+
+  private tryToAcquire(waitForLock: boolean): void {
+    const { campaign } = this;
+    const follower = campaign.phase;
+    if (follower.name !== 'following') return;
+    // This attempt replaces whatever was due: a poll must not follow it once it is answered.
+    campaign.clearTimer();
+    follower.activity = { name: 'acquiring', changedMeanwhile: false };
+    const sentAt = campaign.now();
+    const { expiresAfter } = campaign.timing;
+    const { ended } = follower;
+    const over = follower.observation.over(sentAt);
+    campaign.flights.run(
+      () => campaign.store.acquire(campaign.slot, campaign.holder, campaign.reading(), expiresAfter, { waitForLock, ended, over }),
+      (result) => this.onAcquireResult(follower, result, sentAt),
+      (error) => this.onAcquireError(follower, error, waitForLock),
+    );
+  }
+
+  private onAcquireResult(follower: Following, result: AcquireResult, sentAt: number): void {
+    const { campaign } = this;
+    const { activity } = follower;
+    follower.activity = { name: 'waiting' };
+    campaign.lockRetry.clear();
+    campaign.answered();
+    if (result.acquired)
+      return campaign.lead(follower, { name: 'leading', term: result.lease.term, expiresAt: sentAt + campaign.timing.expiresAfter });
+    // A proven end counts only while the slot stays with that tenure.
+    if (follower.ended !== undefined && !sameTenure(result.lease, follower.ended)) follower.ended = undefined;
+    if (campaign.phase !== follower) return;
+    const expiresIn = follower.observation.remaining(result, campaign.now());
+    this.standBy(follower);
+    this.watchLeader(follower, result.lease, expiresIn);
+    if (activity.name === 'acquiring' && activity.changedMeanwhile) return campaign.wake(this.attemptInCrowd, 0);
+    campaign.wake(this.attempt, this.untilNextAttempt(follower, expiresIn));
+  }
+
+  private onAcquireError(follower: Following, error: unknown, waitForLock: boolean): void {
+    const { campaign } = this;
+    follower.activity = { name: 'waiting' };
+    if (campaign.phase !== follower) return;
+    // Whoever holds the lock is most likely taking the slot: reading again a few ms later
+    // tells. A lock held for `retryEvery` is reported, and polled for as usual.
+    const now = campaign.now();
+    const lockedFor = campaign.lockRetry.lockedFor(now);
+    const step = campaign.lockRetry.stepAfter(error, now, campaign.timing.retryEvery);
+    // In a crowd, the one that got the lock is taking the slot: it commits within a ms or
+    // two and announces it, which wakes this follower anyway. Trying again sooner would
+    // only get in its way (a rollback journal's commit needs every reader gone).
+    if (step !== undefined) return campaign.wake(this.attempt, (waitForLock ? 0 : crowdPatience) + step);
+    campaign.onStoreError(error instanceof LockTaken ? lockedOut(error, lockedFor) : error, () =>
+      campaign.wake(this.attempt, campaign.timing.retryEvery),
+    );
+  }
+
+  /**
+   * When a follower that found the slot held tries again. It polls every `retryEvery`,
+   * unless others watch for releases on its behalf: the standbys, or itself as one when its
+   * watch works. Then its timer is only the safety net for a release that goes unreported
+   * (one by the original worker's statements, say, or while every standby just died), and
+   * polling as often as the leader renews keeps what that costs well below what a crash
+   * costs (a lease). Whatever the polling, it aims at the first millisecond after the lease
+   * it saw can expire (`expires_at < now`), when a crashed leader's slot can be taken; a
+   * follower that relies on the standbys lets them try first, for `retryEvery`, so that a
+   * crowd of followers does not all try at the same millisecond.
+   */
+  private untilNextAttempt({ standby }: Following, expiresIn: number): number {
+    const { retryEvery, renewEvery } = this.campaign.timing;
+    const relying = standby === 'full' || (standby === 'held' && this.campaign.powers.changes?.isWatching() === true);
+    const pollEvery = relying ? Math.max(retryEvery, renewEvery) : retryEvery;
+    const untilFree = expiresIn + 1 + (standby === 'full' ? retryEvery : 0);
+    return untilFree >= 1 && untilFree < pollEvery ? untilFree : pollEvery;
+  }
+
+  /**
+   * Keeps or takes a standby place, which lasts a lease and is renewed at each attempt, and
+   * listens for releases while it has one; with a store that has no places, every follower
+   * stands by. Best effort: on an error, things stay as they were until the next attempt,
+   * which reports the error if it persists. It runs beside the campaign's one operation in
+   * flight, not as one: nothing waits for it.
+   */
+  private standBy(follower: Following): void {
+    const { campaign } = this;
+    const settle = (held: boolean) => {
+      if (campaign.phase !== follower) return;
+      follower.standby = held ? 'held' : 'full';
+      this.listen(follower, held);
+    };
+    const places = campaign.powers.standby;
+    if (places === undefined) return settle(true);
+    try {
+      const held = places.standBy(campaign.slot, campaign.holder, campaign.reading(), campaign.timing.expiresAfter, standbyPlaces);
+      if (isPromiseLike(held)) held.then(settle, () => undefined);
+      else settle(held);
+    } catch {
+      // As it was.
+    }
+  }
+
+  /**
+   * A standby watches the tenure it found in the slot, where the store can tell it of that
+   * tenure's end before its expiry (SQLite: a leader on this host whose process is gone).
+   * The other followers rely on the standbys.
+   */
+  private watchLeader(follower: Following, lease: LeaseRecord, expiresIn: number): void {
+    const { campaign } = this;
+    const proof = campaign.powers.tenureProof;
+    const wanted = proof !== undefined && follower.standby === 'held' && stands(expiresIn) && lease.holder !== campaign.holder;
+    const current = follower.leaderWatch;
+    if (wanted && current !== undefined && sameTenure(lease, current.lease) && current.watch.watching) return;
+    this.unwatchLeader(follower);
+    if (!wanted) return;
+    const tenure = campaign.lease(lease.term, lease.holder);
+    const watch = proof.watchTenure(tenure, () => {
+      if (follower.leaderWatch?.lease !== tenure) return; // no longer watched
+      // Its holder's belief is over: attempts may take the slot from exactly that tenure.
+      follower.leaderWatch = undefined;
+      follower.ended = tenure;
+      this.onChange(follower, 'proof');
+    });
+    follower.leaderWatch = { lease: tenure, watch };
+  }
+
+  private unwatchLeader(follower: Following): void {
+    follower.leaderWatch?.watch.close();
+    follower.leaderWatch = undefined;
+  }
+
+  private listen(follower: Following, on: boolean): void {
+    const changes = this.campaign.powers.changes;
+    if (on && follower.stopListening === undefined && changes !== undefined) {
+      follower.stopListening = changes.watch((origin, change) => this.onChange(follower, origin, change), { renewals: true });
+    } else if (!on && follower.stopListening !== undefined) {
+      follower.stopListening();
+      follower.stopListening = undefined;
+    }
+  }
+}
+
+/** The report of a lock that another connection kept for `lockedFor` ms while this campaign tried again. */
+export function lockedOut(error: LockTaken, lockedFor: number): LeadershipError {
+  return new LeadershipError(
+    'DATABASE_BUSY',
+    `Another connection held the lock at every try for ${lockedFor} ms; trying again (${error.message})`,
+    { cause: error },
+  );
+}
