@@ -7,7 +7,8 @@
  * Options come as JSON in argv[2]: { file, journal, rowsPerSecond }. SIGTERM stops it; it
  * then reports `{ type: 'app-writer', rows, seconds }` on stdout.
  */
-import { JournalMode, openWorkerDatabase, report } from '../test-kit/worker';
+import { JournalMode, openWorkerDatabase } from '../test-kit/worker-database';
+import { report } from '../test-kit/worker-report';
 
 interface AppWriterOptions {
   file: string;

@@ -6,7 +6,8 @@ import { connect } from 'node:net';
 import { endpointSockets, watcherCount } from '../test-kit/endpoint-sockets';
 import { eventually } from '../test-kit/eventually';
 import { beliefSegments, overlappingBeliefs, WorkerRecord } from '../test-kit/history';
-import { JournalMode, openWorkerDatabase, WorkerOptions } from '../test-kit/worker';
+import { JournalMode, openWorkerDatabase } from '../test-kit/worker-database';
+import type { WorkerOptions } from '../test-kit/worker-options';
 import { sleep, stopWorkers, WorkerKind, WorkerProcess } from '../test-kit/worker-process';
 
 export interface Timing {

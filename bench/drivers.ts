@@ -6,8 +6,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { bunRuntime, nodeRuntime } from '../test-kit/runtimes';
-import type { SqliteDriver } from '../test-kit/library-internals';
-import { JournalMode } from '../test-kit/worker';
+import type { JournalMode, SqliteDriver } from '../test-kit/worker-database';
 import { Cluster, Distribution, distribution, handoffs, takeovers, Timing } from './cluster';
 import { IdleRun, idleRun } from './idle';
 

@@ -5,11 +5,11 @@
  * their health endpoints take to answer, when the leader, unable to renew, steps down.
  */
 import Database from 'better-sqlite3';
+import { readClocks, sqliteLeaseStore } from 'observe-leadership';
 import { eventually } from '../test-kit/eventually';
 import { healthAnswersFor, healthPort, loopDelay } from '../test-kit/worker-probes';
 import { sleep } from '../test-kit/worker-process';
 import { performance } from 'node:perf_hooks';
-import { monotonicScheduler, readClocks, sqliteLeaseStore } from '../test-kit/library-internals';
 import { Cluster, Distribution, distribution, Timing } from './cluster';
 
 /** A lease short enough for the leader to lose it while the file is locked. */
@@ -48,7 +48,7 @@ function callsUnderLock(file: string, holder: Database.Database, calls: number):
   const db = new Database(file); // better-sqlite3's defaults: a 5 s busy timeout
   try {
     const store = sqliteLeaseStore(db);
-    const reading = () => readClocks(monotonicScheduler);
+    const reading = () => readClocks();
     const lease = { slot: 9, holder: 'bench', term: store.acquire(9, 'bench', reading(), 60_000).lease.term };
     const operations: Record<string, () => unknown> = {
       acquire: () => store.acquire(8, 'bench', reading(), 60_000),

@@ -30,7 +30,7 @@ import { PoolMode, poolModes, startPgBouncer } from '../test-kit/pgbouncer';
 import { startPostgresServer } from '../test-kit/postgres-server';
 import { SteppedClock } from '../test-kit/stepped-clock';
 import { formatSummary, summarize } from './report';
-import { JournalMode, journalModes } from '../test-kit/worker';
+import { JournalMode, journalModes } from '../test-kit/worker-database';
 
 interface Arguments {
   processes: number;

@@ -1,5 +1,5 @@
 import { FaultRecord } from '../test-kit/history';
-import { monotonicNow } from '../test-kit/worker';
+import { monotonicNow } from '../test-kit/worker-report';
 
 /** A moment on both clocks: the wall clock's Unix ms, and the host's monotonic ms. */
 export interface Moment {

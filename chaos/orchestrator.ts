@@ -8,7 +8,8 @@ import { began } from './moments';
 import { ChaosHost, RunWorkers, Timing } from './run-workers';
 import { FaultRecord, LedgerRow, WorkerRecord } from '../test-kit/history';
 import { SteppedClock } from '../test-kit/stepped-clock';
-import { JournalMode, WorkerOptions } from '../test-kit/worker';
+import type { JournalMode } from '../test-kit/worker-database';
+import type { WorkerOptions } from '../test-kit/worker-options';
 import { sleep, stopWorkers } from '../test-kit/worker-process';
 
 export interface ChaosOptions {

@@ -1,6 +1,6 @@
 import { uncommittedSeq, WorkerRecord } from '../test-kit/history';
 import { SteppedClock } from '../test-kit/stepped-clock';
-import { WorkerOptions } from '../test-kit/worker';
+import type { WorkerOptions } from '../test-kit/worker-options';
 import { sleep, WorkerKind, WorkerProcess } from '../test-kit/worker-process';
 import { moment, Moment } from './moments';
 

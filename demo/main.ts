@@ -9,7 +9,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { eventually } from '../test-kit/eventually';
 import { beliefSegments, overlappingBeliefs, WorkerRecord } from '../test-kit/history';
-import { openWorkerDatabase, ledgerTable } from '../test-kit/worker';
+import { ledgerTable, openWorkerDatabase } from '../test-kit/worker-database';
 import { sleep, stopWorkers, WorkerProcess } from '../test-kit/worker-process';
 
 const timing = { renewEvery: 300, expiresAfter: 1_500, retryEvery: 500 };

@@ -8,7 +8,7 @@ import { sleep } from '../test-kit/worker-process';
 import { Pool } from 'pg';
 import { ChildWorker, explainFailure } from './support/child-worker';
 import { SpawnedScript } from './support/spawned-script';
-import { pauseOutsideWriteLock, workerProcesses } from './support/worker-processes';
+import { pauseOutsideWriteLock, workerGroup } from './support/worker-group';
 
 // Real processes whose wall clock steps, all at the same moment, as NTP steps a host's clock
 // (libfaketime, from Debian's faketime package; the monotonic clock stays real). Beliefs are
@@ -74,7 +74,7 @@ function expectUndisturbed(
 }
 
 describe.each(['wal', 'delete'] as const)('on SQLite (%s), every candidate on a wall clock that steps', (journal) => {
-  const processes = workerProcesses(journal);
+  const processes = workerGroup(journal);
   let clock: SteppedClock;
   beforeEach(() => {
     clock = new SteppedClock();
@@ -132,7 +132,7 @@ describe.each(['wal', 'delete'] as const)('on SQLite (%s), every candidate on a 
 });
 
 describe('on SQLite, a candidate in a time namespace of its own (its monotonic clock shifted)', () => {
-  const processes = workerProcesses('wal');
+  const processes = workerGroup('wal');
   const shift = 100_000; // seconds: to the others, its deadlines would end a day later
 
   it('agrees with the others on when a lease ends: its stopped lease is taken a lease later, and it takes no live one', () =>
@@ -172,7 +172,7 @@ describe('on SQLite, a candidate in a time namespace of its own (its monotonic c
 });
 
 describe('on SQLite, a leader paused past its deadline', () => {
-  const processes = workerProcesses('wal');
+  const processes = workerGroup('wal');
 
   it('runs nothing of its job after the deadline once it resumes, though the job’s timer fell due first', () =>
     processes.explain(async () => {

@@ -1,16 +1,16 @@
 import { overlappingBeliefs } from '../test-kit/history';
 import { eventually } from '../test-kit/eventually';
 import { bunRuntime, nodeRuntime } from '../test-kit/runtimes';
-import type { SqliteDriver } from '../test-kit/library-internals';
+import type { SqliteDriver } from '../test-kit/worker-database';
 import { ChildWorker } from './support/child-worker';
-import { workerProcesses } from './support/worker-processes';
+import { workerGroup } from './support/worker-group';
 
 // One file, three drivers, three runtimes: this Node.js with better-sqlite3, Node.js 24 with
 // its built-in node:sqlite (no native addon loaded), and Bun with bun:sqlite, beside the
 // original worker's statements. The runtimes are the official builds from npm, fetched once
 // (test-kit/runtimes.ts).
 describe.each(['wal', 'delete'] as const)('one leader among three drivers on one file, journal_mode %s', (journal) => {
-  const processes = workerProcesses(journal);
+  const processes = workerGroup(journal);
   const { start, leaderAmong, history, explain } = processes;
   let runtimes: Record<SqliteDriver, string>;
   beforeAll(() => {

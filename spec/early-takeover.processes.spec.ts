@@ -2,13 +2,13 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { overlappingBeliefs, uncommittedSeq } from '../test-kit/history';
-import type { WorkerOptions } from '../test-kit/worker';
+import type { WorkerOptions } from '../test-kit/worker-options';
 import { eventually } from '../test-kit/eventually';
 import { sleep } from '../test-kit/worker-process';
 import { ChildWorker } from './support/child-worker';
 import { networkNamespace } from '../test-kit/network-namespace';
 import { watcherCount } from '../test-kit/endpoint-sockets';
-import { workerProcesses } from './support/worker-processes';
+import { workerGroup } from './support/worker-group';
 
 // A crashed leader's successor, on one host: real processes on a real file, in WAL mode as
 // README advises and with better-sqlite3's defaults. What is asserted is who led when, by
@@ -16,7 +16,7 @@ import { workerProcesses } from './support/worker-processes';
 // measures that).
 describe.each(['wal', 'delete'] as const)('early takeover across processes, journal_mode %s', (journal) => {
   const defaults = { renewEvery: 30_000, expiresAfter: 60_000, retryEvery: 1_000 };
-  const processes = workerProcesses(journal);
+  const processes = workerGroup(journal);
   const { leaderAmong, explain } = processes;
   const start = (count: number, options: Partial<WorkerOptions> = {}, launcher: string[] = []) =>
     Array.from({ length: count }, () => processes.start('candidate', { ...defaults, ...options }, launcher));

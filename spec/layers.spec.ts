@@ -126,6 +126,15 @@ describe('the tools', () => {
     expect(wrong).toEqual([]);
   });
 
+  it("use only the package's exports: no file of dist/ that the exports do not list", () => {
+    const wrong = tools.flatMap((folder) =>
+      readdirSync(join(root, folder))
+        .filter((name) => name.endsWith('.ts') && /['"](\.\.\/)+dist\//.test(readFileSync(join(root, folder, name), 'utf8')))
+        .map((name) => `${folder}/${name}`),
+    );
+    expect(wrong).toEqual([]);
+  });
+
   it('share their kit from test-kit/, and leave chaos/ to the harness', () => {
     const fromChaos = ['test-kit', 'bench', 'demo'].flatMap((folder) =>
       readdirSync(join(root, folder))

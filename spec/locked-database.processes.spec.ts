@@ -1,7 +1,7 @@
 import { eventually } from '../test-kit/eventually';
 import { overlappingBeliefs } from '../test-kit/history';
 import { healthAnswersFor, healthPort, loopDelay } from '../test-kit/worker-probes';
-import { workerProcesses } from './support/worker-processes';
+import { workerGroup } from './support/worker-group';
 
 // Another connection holds an exclusive lock on the file for 5 s, as long as the workers'
 // busy timeout or longer (better-sqlite3's default of 5 s, or the 50 ms we advise for WAL):
@@ -14,7 +14,7 @@ describe.each([
   ['wal', 'better-sqlite3’s default busy timeout (5 s)', 5_000],
   ['wal', 'the 50 ms busy timeout we advise', undefined],
 ] as const)('a database locked by another connection for 5 s, journal_mode %s, %s', (journal, _, busyTimeout) => {
-  const processes = workerProcesses(journal);
+  const processes = workerGroup(journal);
   const { start, leaderAmong, history, explain } = processes;
   const lockFor = 5_000;
 

@@ -1,13 +1,13 @@
 import { overlappingBeliefs } from '../test-kit/history';
 import { eventually } from '../test-kit/eventually';
-import { pauseOutsideWriteLock, workerProcesses } from './support/worker-processes';
+import { pauseOutsideWriteLock, workerGroup } from './support/worker-group';
 
 // Real processes on a real file, opened as README advises (WAL) and as a new user does
 // (better-sqlite3's defaults: the rollback journal, a 5 s busy timeout). Every wait is for a
 // condition, with a generous limit; what is asserted is what happened (who led, with which
 // term, what was written), never how fast.
 describe.each(['wal', 'delete'] as const)('observeLeadership across processes, journal_mode %s', (journal) => {
-  const processes = workerProcesses(journal);
+  const processes = workerGroup(journal);
   const { start, leaderAmong, history, explain } = processes;
 
   it('elects exactly one of three candidates, and the lease row names it', () =>

@@ -2,7 +2,7 @@ import { Pool } from 'pg';
 import { postgresLedgerTable } from '../test-kit/chaos-database';
 import { eventually } from '../test-kit/eventually';
 import type { WorkerRecord } from '../test-kit/history';
-import type { WorkerOptions } from '../test-kit/worker';
+import type { WorkerOptions } from '../test-kit/worker-options';
 import { ChildWorker, explainFailure } from './support/child-worker';
 import { networkNamespace, NetworkNamespace } from '../test-kit/network-namespace';
 import { testDatabaseUrl, testSchema, TestSchema } from './support/postgres-database';

@@ -4,6 +4,9 @@ export { fenced } from './surface/fenced';
 export { whileLeader } from './surface/operators/while-leader';
 export { isLeader } from './surface/operators/is-leader';
 export { holdsLease } from './surface/holds-lease';
+export { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
+export type { SqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
+export { readClocks } from './core/monotonic-scheduler';
 export { LeadershipError } from './core/leadership-error';
 export { LockTaken } from './store/lease-store';
 export type { LeadershipErrorCode } from './core/leadership-error';
@@ -54,6 +57,7 @@ export type {
   LeaseReader,
   LeaseRecord,
   LeaseStore,
+  LeaseTable,
   LeaseView,
   StandbyPlaces,
   StoreCapabilities,

@@ -6,7 +6,7 @@
 import type Database from 'better-sqlite3';
 import { Pool, PoolClient } from 'pg';
 import { LedgerRow } from './history';
-import { JournalMode, ledgerTable, openWorkerDatabase } from './worker';
+import { JournalMode, ledgerTable, openWorkerDatabase } from './worker-database';
 
 /** A slot's row as the harness reads it at the end of a run. */
 export interface LeaseRow {

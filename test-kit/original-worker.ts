@@ -11,7 +11,9 @@
 import { ulid } from 'ulid';
 import { originalStatements, originalTable } from './original-statements';
 import { createInterface } from 'node:readline';
-import { monotonicNow, openWorkerDatabase, report, reportUsage, WorkerOptions } from './worker';
+import { openWorkerDatabase } from './worker-database';
+import type { WorkerOptions } from './worker-options';
+import { monotonicNow, report, reportUsage } from './worker-report';
 
 function main(): void {
   const { file, worker, renewEvery, expiresAfter, retryEvery, journal, busyTimeout } = JSON.parse(process.argv[2]) as WorkerOptions;

@@ -2,7 +2,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { endsBelief, WorkerRecord } from './history';
-import { WorkerOptions } from './worker';
+import type { WorkerOptions } from './worker-options';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

@@ -12,7 +12,6 @@
  * is a graceful stop. With `health`, it serves `leadershipHealth`'s report over HTTP as
  * README's health example does, on a free port of 127.0.0.1 that it reports (`health`).
  */
-import type Database from 'better-sqlite3';
 import { createServer } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
@@ -30,6 +29,7 @@ import {
   LeaseReader,
   LeaseStore,
   observeLeader,
+  SqliteDatabaseLike,
   observeLeadership,
   whileLeader,
 } from 'observe-leadership';
@@ -38,49 +38,10 @@ import { leaderMetrics, leadershipMetrics } from 'observe-leadership/metrics';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import type { PostgresTarget } from './chaos-database';
-import { asBetterSqlite3, monotonicScheduler, readClocks, SqliteDatabaseLike, SqliteDriver } from './library-internals';
+import { DatabaseSetup, ledgerTable, openWorkerConnection, SqliteDriver } from './worker-database';
+import type { WorkerOptions } from './worker-options';
+import { monotonicNow, report, reportUsage } from './worker-report';
 import { uncommittedSeq } from './history';
-
-export interface WorkerOptions {
-  /** The SQLite file, unless the workers campaign on PostgreSQL. */
-  file?: string;
-  postgres?: PostgresTarget;
-  /** The logical name, kept across restarts. */
-  worker?: string;
-  /** How many slots to campaign for (0 .. slots - 1). @default 1 */
-  slots?: number;
-  renewEvery: number;
-  expiresAfter: number;
-  retryEvery: number;
-  /** Ms between fenced ledger writes while leading; no writes if absent. */
-  ledgerEvery?: number;
-  /**
-   * Ms between ticks of a job that `whileLeader` runs while leading, each reported (`tick`)
-   * by what follows `whileLeader`, where a side effect belongs; no ticks if absent.
-   */
-  tickEvery?: number;
-  /** How the SQLite file is opened. @default 'delete', better-sqlite3's defaults */
-  journal?: JournalMode;
-  /** better-sqlite3's busy timeout. @default as `openWorkerDatabase` sets it for the journal mode */
-  busyTimeout?: number;
-  /** Which SQLite driver opens the file (under Bun, `bun:sqlite`). @default 'better-sqlite3' */
-  driver?: SqliteDriver;
-  /**
-   * Ms added to this process's clock (`Date.now()`), as on a machine whose clock is off:
-   * PostgreSQL candidates must not care. When given (even 0), the campaign reads that clock
-   * instead of its default, so that its events' `expiresAt` can be compared with the
-   * database server's clock of the same host.
-   */
-  clockOffset?: number;
-  /** Serve `leadershipHealth`'s report over HTTP (GET /healthz), as README's health example does. */
-  health?: boolean;
-  /**
-   * Export `leadershipMetrics()` of its candidates and `leaderMetrics()` of a watch of each
-   * slot through the OpenTelemetry SDK's Prometheus exporter, as docs/metrics-and-health.md
-   * wires them, on a free port of 127.0.0.1 that it reports (`metrics`).
-   */
-  metrics?: boolean;
-}
 
 /** What a worker needs of its database: the store to campaign in, fenced ledger writes, and a way out. */
 interface WorkerDatabase {
@@ -99,13 +60,11 @@ function sqliteWorkerDatabase(file: string, setup: DatabaseSetup & { driver?: Sq
   const { raw, db } = openWorkerConnection(file, { ...setup, setupSql: ledgerTable });
   const append = db.prepare('INSERT INTO chaos_ledger (slot, holder, term, seq, at, mono) VALUES (?, ?, ?, ?, ?, ?)');
   return {
-    campaignIn: raw as SqliteDatabaseLike,
+    campaignIn: raw,
     append: async (lease, seq) =>
-      void fenced(raw as SqliteDatabaseLike, lease, () =>
-        append.run(lease.slot, lease.holder, lease.term, seq, Date.now(), monotonicNow()),
-      ),
+      void fenced(raw, lease, () => append.run(lease.slot, lease.holder, lease.term, seq, Date.now(), monotonicNow())),
     hang: async (lease) =>
-      void fenced(raw as SqliteDatabaseLike, lease, () => {
+      void fenced(raw, lease, () => {
         append.run(lease.slot, lease.holder, lease.term, uncommittedSeq, Date.now(), monotonicNow());
         report({ type: 'fenced-hang', slot: lease.slot, holder: lease.holder, term: lease.term, seq: uncommittedSeq });
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); // the whole process, inside the transaction
@@ -113,7 +72,10 @@ function sqliteWorkerDatabase(file: string, setup: DatabaseSetup & { driver?: Sq
     // Asked only once the campaign made its tables.
     standingBy: (holder) => {
       try {
-        return db.prepare('SELECT count(*) FROM worker_leadership_standby WHERE holder = ?').pluck().get(holder) !== 0;
+        const row = db.prepare('SELECT count(*) AS places FROM worker_leadership_standby WHERE holder = ?').get(holder) as {
+          places: number | bigint;
+        };
+        return Number(row.places) !== 0;
       } catch {
         return undefined; // the file stayed locked (an application writing without pause, in a rollback journal mode)
       }
@@ -147,90 +109,6 @@ function postgresWorkerDatabase({ url, schema }: PostgresTarget, worker: string,
       await pool.end();
     },
   };
-}
-
-export const ledgerTable = `CREATE TABLE IF NOT EXISTS chaos_ledger (
-  id INTEGER PRIMARY KEY, slot INTEGER NOT NULL, holder TEXT NOT NULL, term INTEGER NOT NULL,
-  seq INTEGER NOT NULL, at INTEGER NOT NULL, mono REAL NOT NULL)`;
-
-/** SQLite's journal modes for a file that processes share; `delete` is what a new connection has. */
-export const journalModes = ['delete', 'truncate', 'persist', 'wal'] as const;
-export type JournalMode = (typeof journalModes)[number];
-
-export interface DatabaseSetup {
-  /** @default 'delete' */
-  journal?: JournalMode;
-  /** @default 50 ms in WAL mode (README's advice), else better-sqlite3's 5 s */
-  busyTimeout?: number;
-  /** Tables to create, if missing. */
-  setupSql?: string;
-}
-
-/**
- * Opens `file` as users do: in WAL mode as README advises (synchronous NORMAL, a short busy
- * timeout), or in a rollback journal mode with better-sqlite3's defaults otherwise (what
- * `new Database(file)` gives, in `delete` mode). The setup itself waits longer: dozens of
- * processes starting at once all set the journal mode and create tables, which needs the
- * lock for a moment each.
- */
-export function openWorkerDatabase(file: string, setup: DatabaseSetup = {}): Database.Database {
-  return openWorkerConnection(file, { ...setup, driver: 'better-sqlite3' }).db;
-}
-
-/**
- * Opens `file` with `driver` as a user of it would (its own defaults, then the journal mode
- * and busy timeout asked): `raw` is the driver's connection, what the library is given;
- * `db` the same connection driven as better-sqlite3's, for the worker's own statements.
- * Each driver is loaded only when asked for: Bun has no better-sqlite3, Node.js no bun:sqlite.
- */
-export function openWorkerConnection(
-  file: string,
-  { journal = 'delete', busyTimeout, setupSql = '', driver = 'better-sqlite3' }: DatabaseSetup & { driver?: SqliteDriver } = {},
-): { raw: unknown; db: Database.Database } {
-  let raw: unknown;
-  if (driver === 'better-sqlite3') {
-    const BetterSqlite3 = require('better-sqlite3') as typeof Database; // eslint-disable-line @typescript-eslint/no-require-imports -- loaded only when asked for
-    raw = new BetterSqlite3(file, { timeout: 10_000 });
-  } else if (driver === 'node:sqlite') {
-    const { DatabaseSync } = require('node:sqlite') as { DatabaseSync: new (file: string, options: object) => unknown }; // eslint-disable-line @typescript-eslint/no-require-imports -- Node.js 22.13+ only
-    raw = new DatabaseSync(file, { timeout: 10_000 });
-  } else {
-    const { Database: BunDatabase } = require('bun:sqlite') as { Database: new (file: string) => unknown }; // eslint-disable-line @typescript-eslint/no-require-imports -- Bun only
-    raw = new BunDatabase(file);
-  }
-  const db = asBetterSqlite3(raw) as Database.Database;
-  // bun:sqlite takes no timeout when it opens: the same 10 s as the others' before the setup,
-  // whose statements would meet another process's lock at once without it.
-  if (driver === 'bun:sqlite') db.exec('PRAGMA busy_timeout = 10000');
-  db.exec(`PRAGMA journal_mode = ${journal}`);
-  if (journal === 'wal') db.exec('PRAGMA synchronous = NORMAL');
-  if (setupSql) db.exec(setupSql);
-  db.exec(`PRAGMA busy_timeout = ${busyTimeout ?? (journal === 'wal' ? 50 : 5_000)}`);
-  return { raw, db };
-}
-
-/** This host's CLOCK_MONOTONIC in ms, which a stepped wall clock leaves alone, and every process shares. */
-export function monotonicNow(): number {
-  // Bun's process.hrtime counts from the process's start: the library's reading is the host's clock there.
-  return 'Bun' in globalThis ? readClocks(monotonicScheduler).now : Number(process.hrtime.bigint()) / 1e6;
-}
-
-/**
- * One JSON line: `at` by the wall clock (Unix ms, what the ledger and the faults use), and
- * `mono` by the host's monotonic clock, on which beliefs are compared when wall clocks step.
- */
-export function report(record: Record<string, unknown>): void {
-  process.stdout.write(`${JSON.stringify({ at: Date.now(), mono: monotonicNow(), pid: process.pid, ...record })}\n`);
-}
-
-/**
- * For the benchmark: the CPU time used so far (µs) and the event loop's busy time (ms), as
- * libuv counts it (no timer of its own, so that measuring costs nothing).
- */
-export function reportUsage(extra: Record<string, unknown> = {}): void {
-  const { user, system } = process.cpuUsage();
-  const { active, idle } = performance.eventLoopUtilization();
-  report({ type: 'usage', cpu: user + system, uptime: process.uptime() * 1000, loopActive: active, loopTotal: active + idle, ...extra });
 }
 
 /** `leadershipMetrics()` through the SDK's Prometheus exporter, served by a server of its own on a free port. */

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { WorkerRecord } from '../../test-kit/history';
-import type { WorkerOptions } from '../../test-kit/worker';
+import type { WorkerOptions } from '../../test-kit/worker-options';
 import { WorkerKind, WorkerProcess } from '../../test-kit/worker-process';
 
 /** A chaos worker in its own process, with what the specs ask of it. */

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { JournalMode } from '../../test-kit/worker';
+import type { JournalMode } from '../../test-kit/worker-database';
 
 /** A fresh database file in its own folder, opened in one journal mode. */
 export interface TemporaryDatabase {

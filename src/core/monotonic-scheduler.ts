@@ -102,12 +102,20 @@ function readText(path: string): string | undefined {
 const clockNames = new WeakMap<SchedulerLike, string>();
 
 /**
- * The clocks a lease is timed by, read now through `scheduler`. With the default scheduler:
- * the host's monotonic clock, and the wall clock for what the original worker reads. With
+ * The clocks a lease is timed by, read now through `scheduler`: what a store's operations
+ * take. With the default scheduler: the host's monotonic clock (every process of the host
+ * shares it, named by its boot), and the wall clock for what the original worker reads. With
  * any other (virtual time in tests, a user's own), its `now()` serves as both, and only
  * readers of that same scheduler can compare what it wrote.
+ *
+ * @example
+ * ```ts
+ * import { readClocks } from 'observe-leadership';
+ *
+ * const { clock, now } = readClocks(); // e.g. 'monotonic 6f1c…', 123456789.123
+ * ```
  */
-export function readClocks(scheduler: SchedulerLike): ClockReading {
+export function readClocks(scheduler: SchedulerLike = monotonicScheduler): ClockReading {
   if (scheduler === monotonicScheduler) return { clock: hostClock.name, now: hostClock.now(), wall: Date.now() };
   let clock = clockNames.get(scheduler);
   if (clock === undefined) clockNames.set(scheduler, (clock = `scheduler ${ulid()}`));

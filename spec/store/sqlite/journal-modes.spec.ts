@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { performance } from 'node:perf_hooks';
 import { Subscription } from 'rxjs';
 import { eventually } from '../../../test-kit/eventually';
-import { journalModes } from '../../../test-kit/worker';
+import { journalModes } from '../../../test-kit/worker-database';
 import { ElectedEvent, LeadershipEvent, observeLeadership } from '../../../src';
 import { sqliteLeaseStore } from '../../../src/store/sqlite/sqlite-lease-store';
 import { TemporaryDatabase, temporaryDatabase } from '../../support/temporary-database';

@@ -6,6 +6,7 @@
  */
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import type { FSWatcher } from 'node:fs';
+import { argumentError } from '../../core/argument-check';
 import { LeadershipError } from '../../core/leadership-error';
 import { Lease } from '../../core/leadership-event';
 import { checkLease, stands } from '../lease-check';
@@ -33,6 +34,7 @@ import { readText, statementText } from './sqlite-statements';
 import { SignalFile } from './signal-file';
 import { canonicalPath, SqliteConnection } from './sqlite-connection';
 import { TenureEndpoints } from './tenure-endpoints';
+import { asBetterSqlite3, SqliteDatabaseLike } from './sqlite-driver';
 
 /** A slot's row as read, with the ms its lease has left at the reading (see `remaining`). */
 interface LeaseRow extends LeaseRecord {
@@ -104,17 +106,36 @@ function deadlineOf(now: ClockReading, expiresAfter: number): number {
 
 const stores = new WeakMap<Database, SqliteLeaseStore>();
 
-/** The lease store of `db`, made once per connection so that its statements are prepared once. */
-export function sqliteLeaseStore(db: Database): SqliteLeaseStore {
-  let store = stores.get(db);
-  if (!store) stores.set(db, (store = new SqliteLeaseStore(db)));
+/**
+ * The lease store of a SQLite connection (better-sqlite3's `Database`, node:sqlite's
+ * `DatabaseSync` or bun:sqlite's `Database`), made once per connection so that its
+ * statements are prepared once: what `observeLeadership(db)` campaigns through. For tools
+ * that look at a slot (`look`, with `readClocks()`), ask whether a candidate ever ran there
+ * (`hasTable`), or time the store's own operations, as the benchmark does; a program that
+ * elects a leader needs only `observeLeadership`.
+ *
+ * @example
+ * ```ts
+ * import Database from 'better-sqlite3';
+ * import { readClocks, sqliteLeaseStore } from 'observe-leadership';
+ *
+ * const store = sqliteLeaseStore(new Database('jobs.db', { readonly: true }));
+ * const view = store.look(0, readClocks());
+ * console.log(view === undefined ? 'nobody ever led' : `${view.lease.holder}, ${view.expiresIn} ms left`);
+ * ```
+ */
+export function sqliteLeaseStore(db: SqliteDatabaseLike): SqliteLeaseStore {
+  const database = asBetterSqlite3(db);
+  if (database === undefined) throw argumentError(TypeError, 'db', 'a SQLite database (better-sqlite3, node:sqlite or bun:sqlite)', db);
+  let store = stores.get(database);
+  if (!store) stores.set(database, (store = new SqliteLeaseStore(database)));
   return store;
 }
 
 /**
- * Leases in a better-sqlite3 database, in the original worker's `worker_leadership` table.
- * Nothing touches the database before the first operation, which creates what is missing
- * of the schema and prepares the statements.
+ * Leases in a SQLite database, in the original worker's `worker_leadership` table (see
+ * {@link sqliteLeaseStore}, which makes it). Nothing touches the database before the first
+ * operation, which creates what is missing of the schema and prepares the statements.
  */
 export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, StandbyPlaces, TenureProof {
   /** Every candidate of a SQLite file shares the host's clock: what is stored is timed by theirs. */
@@ -138,6 +159,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
   /** How followers on this host learn at once that a leader's process is gone; none in memory. */
   private readonly endpoints: TenureEndpoints | undefined;
 
+  /** @internal Made by {@link sqliteLeaseStore}, one per connection. */
   constructor(private readonly db: Database) {
     this.connection = new SqliteConnection(db);
     const file = db.memory ? undefined : canonicalPath(db.name);
