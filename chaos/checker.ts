@@ -231,6 +231,9 @@ function allowance(fault: FaultRecord, expiresAfter: number, retryBound: number)
     // A release: the next attempt takes the slot.
     stop: retryBound,
     resubscribe: retryBound,
+    // A release, the one that stepped down sitting out: another takes the slot at once, or, when
+    // it campaigns alone, it takes the slot back once it has sat out (a lease, by default).
+    'step-down': expiresAfter + retryBound,
     // Nobody can write while the lock is held; the leader steps down at its expiry meanwhile.
     lock: lasted + retryBound,
     // Followers come and go; the leader should not notice.

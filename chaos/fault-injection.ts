@@ -39,6 +39,9 @@ export class FaultInjector {
         return leader ? this.pause(fault, leader, planned.duration) : skip(fault, 'no leader');
       case 'resubscribe':
         return this.resubscribe(fault, leader);
+      case 'step-down':
+        if (!leader || leader.kind !== 'candidate') return skip(fault, leader ? 'the leader runs the original statements' : 'no leader');
+        return leader.send('step-down');
       case 'lock':
         return this.lock(fault, planned.duration);
       case 'cut-host':

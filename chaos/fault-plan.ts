@@ -38,6 +38,7 @@ const weights: Array<[FaultKind, number]> = [
   ['pause', 3],
   ['stop', 2],
   ['resubscribe', 2],
+  ['step-down', 2],
   ['lock', 2],
   ['burst', 1],
   ['cut-host', 3],

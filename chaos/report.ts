@@ -9,6 +9,7 @@ const kinds: FaultKind[] = [
   'pause',
   'stop',
   'resubscribe',
+  'step-down',
   'lock',
   'burst',
   'cut-host',

@@ -29,6 +29,10 @@ describe('observeLeadership config', () => {
       TypeError,
       'Expected `instrument` to be an instrument with a begin method (leadershipHealth() or leadershipMetrics(), say), got `Object` (object)',
     ],
+    ['stepDown', () => undefined, TypeError, 'Expected `stepDown` to be an Observable, got'],
+    ['stepDown', Promise.resolve(), TypeError, 'Expected `stepDown` to be an Observable, got `Promise` (object)'],
+    ['sitOut', -1, RangeError, 'Expected `sitOut` to be an integer from 0 to 2147483647, got `-1` (number)'],
+    ['sitOut', 0.5, RangeError, 'got `0.5` (number)'],
   ])('refuses %s = %p with a %p that says what it expected', (field, value, kind, message) => {
     expect(attempt({ [field]: value })).toThrow(kind);
     expect(attempt({ [field]: value })).toThrow(message);
@@ -44,7 +48,7 @@ describe('observeLeadership config', () => {
   it('refuses unknown options, so that a misspelt one is not silently ignored', () => {
     expect(attempt({ renewEveryMs: 100 })).toThrow(
       new TypeError(
-        'Expected `config` to be an object with only renewEvery, expiresAfter, retryEvery, slot, holder, scheduler, instrument, got `"renewEveryMs"` (string)',
+        'Expected `config` to be an object with only renewEvery, expiresAfter, retryEvery, slot, holder, scheduler, instrument, stepDown, sitOut, got `"renewEveryMs"` (string)',
       ),
     );
   });

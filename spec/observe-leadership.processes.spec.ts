@@ -41,6 +41,25 @@ describe.each(['wal', 'delete'] as const)('observeLeadership across processes, j
       expect(elected.term).toBe(first.last('elected')!.term! + 1);
     }));
 
+  it('steps down on request and stays a candidate: another takes over at once, and the one that stepped down follows it', () =>
+    explain(async () => {
+      // Timers this long leave only the release (and its signal) to hand the slot over in time.
+      const timing = { renewEvery: 20_000, expiresAfter: 60_000, retryEvery: 30_000 };
+      const candidates = [start('candidate', timing), start('candidate', timing), start('candidate', timing)];
+      const first = await leaderAmong(candidates);
+      await eventually('every candidate campaigning', () => candidates.every((w) => w.find('subscribed')));
+      first.send('step-down');
+      const lost = await eventually('the leader stepped down', () => first.find('lost', (r) => r.reason === 'stepped-down'));
+      const next = await leaderAmong(candidates.filter((w) => w !== first));
+      const elected = next.last('elected')!;
+      expect(elected.at - lost.at).toBeLessThan(timing.retryEvery);
+      expect(elected.term).toBeGreaterThan(first.last('elected')!.term!);
+      // It still campaigns, and follows: nothing more from it, no second leader.
+      expect(first.alive).toBe(true);
+      expect(first.records.filter((r) => r.type === 'elected')).toHaveLength(1);
+      expect(overlappingBeliefs(history())).toEqual([]);
+    }));
+
   it('never leads at the same time as processes running the original worker’s statements', () =>
     explain(async () => {
       const timing = { renewEvery: 100, expiresAfter: 500, retryEvery: 50 };

@@ -87,6 +87,69 @@ describe('observeLeadership', () => {
     });
   });
 
+  describe('stepping down (stepDown), and staying a candidate', () => {
+    it('ends the tenure at the notifier, releases, sits out while another takes over, and follows that one', () => {
+      const scheduler = virtualTime();
+      scheduler.run(({ cold, expectObservable }) => {
+        const stepDown = cold('15ms x');
+        const a = observeLeadership(db, { ...timing, holder: 'a', scheduler, stepDown });
+        const b = observeLeadership(db, { ...timing, holder: 'b', scheduler });
+        // a steps down at 15: b, told of the release on the same connection, takes over at
+        // once; a, sitting out, finds b leading at its first look and follows it.
+        expectObservable(a, '^ 59ms !').toBe('a 9ms b 4ms c', {
+          a: elected('a', 1, 30),
+          b: renewed('a', 1, 40),
+          c: lost('a', 1, 'stepped-down'),
+        });
+        expectObservable(b, '^ 59ms !').toBe('15ms a 9ms b 9ms c 9ms d 9ms e', {
+          a: elected('b', 2, 45),
+          b: renewed('b', 2, 55),
+          c: renewed('b', 2, 65),
+          d: renewed('b', 2, 75),
+          e: renewed('b', 2, 85),
+        });
+      });
+    });
+
+    it('takes the slot back once it has sat out for sitOut, when nobody else did', () => {
+      const scheduler = virtualTime();
+      scheduler.run(({ cold, expectObservable }) => {
+        const stepDown = cold('5ms x');
+        const a = observeLeadership(db, { ...timing, holder: 'a', scheduler, stepDown, sitOut: 20 });
+        expectObservable(a, '^ 30ms !').toBe('a 4ms b 19ms c', {
+          a: elected('a', 1, 30),
+          b: lost('a', 1, 'stepped-down'),
+          c: elected('a', 2, 55),
+        });
+      });
+    });
+
+    it('ignores the notifier while it does not lead, and ends with the notifier’s error', () => {
+      const scheduler = virtualTime();
+      scheduler.run(({ cold, expectObservable }) => {
+        const a = observeLeadership(db, { ...timing, holder: 'a', scheduler });
+        expectObservable(a, '^ 20ms !').toBe('a 9ms b 9ms c', { a: elected('a', 1, 30), b: renewed('a', 1, 40), c: renewed('a', 1, 50) });
+        const b = observeLeadership(db, {
+          ...timing,
+          holder: 'b',
+          scheduler,
+          stepDown: cold('5ms x 5ms #', undefined, new Error('unhealthy')),
+        });
+        expectObservable(b).toBe('11ms #', undefined, new Error('unhealthy'));
+      });
+    });
+
+    it('releases even when the subscriber stops on its `lost`', () => {
+      const scheduler = virtualTime();
+      scheduler.run(({ cold, expectObservable }) => {
+        const stepDown = cold('5ms x');
+        const a = observeLeadership(db, { ...timing, holder: 'a', scheduler, stepDown }).pipe(take(2));
+        expectObservable(a).toBe('a 4ms (b|)', { a: elected('a', 1, 30), b: lost('a', 1, 'stepped-down') });
+      });
+      expect(rows()).toEqual([]);
+    });
+  });
+
   it('generates a fresh holder for each subscription', () => {
     const holders = [1, 2].map(() => {
       let holder = '';

@@ -27,7 +27,17 @@ export interface WorkerRecord {
 }
 
 export type FaultKind =
-  'kill' | 'kill-in-fenced' | 'kill-with-standbys' | 'pause' | 'stop' | 'resubscribe' | 'lock' | 'burst' | 'cut-host' | 'clock-step';
+  | 'kill'
+  | 'kill-in-fenced'
+  | 'kill-with-standbys'
+  | 'pause'
+  | 'stop'
+  | 'resubscribe'
+  | 'step-down'
+  | 'lock'
+  | 'burst'
+  | 'cut-host'
+  | 'clock-step';
 
 /** One fault the orchestrator injected. */
 export interface FaultRecord {

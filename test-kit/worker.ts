@@ -4,7 +4,7 @@
  * stdout, and while it leads a slot keeps appending rows to a ledger with `fenced`.
  *
  * Options come as JSON in argv[2] (see WorkerOptions). Commands come one per line on
- * stdin: `unsubscribe`, `subscribe`, `fenced-write` (one more write with the last lease of
+ * stdin: `unsubscribe`, `subscribe`, `step-down` (every slot it leads, through the `stepDown` option), `fenced-write` (one more write with the last lease of
  * each slot, whatever the campaign says since), `fenced-hang SLOT` (a fenced transaction
  * with that slot's last lease that never commits: the process blocks in it, to be killed
  * there), `usage` (CPU and event-loop time, for the benchmark), `loop-delay` (the event
@@ -17,7 +17,7 @@ import { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { IntervalHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Pool } from 'pg';
-import { asyncScheduler, EMPTY, ignoreElements, interval, map, merge, Subscription, tap } from 'rxjs';
+import { asyncScheduler, EMPTY, ignoreElements, interval, map, merge, Subject, Subscription, tap } from 'rxjs';
 import {
   ElectedEvent,
   fenced,
@@ -151,6 +151,8 @@ function main(): void {
   // The library's default clock otherwise: the process's monotonic time from its start.
   const campaignClock = scheduler ?? { now: () => performance.timeOrigin + performance.now() };
   const lastLeases = new Map<number, ElectedEvent>();
+  /** `step-down` on stdin: every slot this worker leads is stepped down from (the `stepDown` option). */
+  const stepDown = new Subject<void>();
   let subscriptions: Subscription[] = [];
   // A holder of its own for each subscription, as the default would be, but one that says
   // whose it is: the benchmark asks whether this worker holds a standby place.
@@ -209,6 +211,7 @@ function main(): void {
         holder,
         ...(scheduler && { scheduler }),
         ...(instruments.length > 0 && { instrument: instruments }),
+        stepDown,
       })
         .pipe(
           tap((event) => {
@@ -262,6 +265,7 @@ function main(): void {
           );
       }
     },
+    'step-down': () => stepDown.next(),
     usage: () => reportUsage({ standby: db.standingBy(holder) }),
     'loop-delay': reportLoopDelay,
     exit,

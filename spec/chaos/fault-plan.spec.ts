@@ -19,7 +19,7 @@ describe('planFaults', () => {
       if (fault.kind === 'lock') expect(fault.duration).toBeGreaterThan(0);
     }
     expect(new Set(faults.map((f) => f.kind))).toEqual(
-      new Set(['kill', 'kill-in-fenced', 'kill-with-standbys', 'pause', 'stop', 'resubscribe', 'lock', 'burst']),
+      new Set(['kill', 'kill-in-fenced', 'kill-with-standbys', 'pause', 'stop', 'resubscribe', 'step-down', 'lock', 'burst']),
     );
   });
 

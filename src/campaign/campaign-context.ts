@@ -10,6 +10,8 @@ export interface CampaignTiming {
   readonly renewEvery: number;
   readonly expiresAfter: number;
   readonly retryEvery: number;
+  /** How long a candidate that stepped down sits out, at most. @default `expiresAfter` */
+  readonly sitOut?: number;
 }
 
 /**

@@ -16,7 +16,7 @@ export type Phase = Following | Leading | Stopped;
  * (`FollowerSteps.onChange`): while `waiting`, an attempt is made at once; while `due`,
  * nothing more (a burst of changes makes one attempt); while `acquiring`, it is noted
  * (`changedMeanwhile`), since the answer on its way may predate it, and another attempt
- * follows that answer.
+ * follows that answer; while `sitting-out`, nothing.
  */
 type FollowerActivity =
   /** Waiting for its timer: the next poll, or the first ms after the lease it saw can end. */
@@ -24,7 +24,12 @@ type FollowerActivity =
   /** An attempt is due at once: a change was heard. */
   | { readonly name: 'due' }
   /** An attempt is in flight (a store that answers later: PostgreSQL). */
-  | { readonly name: 'acquiring'; changedMeanwhile: boolean };
+  | { readonly name: 'acquiring'; changedMeanwhile: boolean }
+  /**
+   * It stepped down: no attempt until `until` (on the campaign's clock), or until it sees
+   * another candidate lead; it only looks, and changes do nothing meanwhile.
+   */
+  | { readonly name: 'sitting-out'; readonly until: number };
 
 /**
  * Trying to acquire. A follower that holds a standby place (`standby: 'held'`) stands by:
@@ -63,11 +68,11 @@ interface Stopped {
   readonly left: Following | Leading;
 }
 
-/** A follower that knows nothing yet (its first attempt is made, or set on its timer, right after). */
-export function following(): Following {
+/** A follower that knows nothing yet (its first attempt, or its first look while it sits out, is made or set on its timer right after). */
+export function following(activity: FollowerActivity = { name: 'waiting' }): Following {
   return {
     name: 'following',
-    activity: { name: 'waiting' },
+    activity,
     standby: 'unknown',
     stopListening: undefined,
     leaderWatch: undefined,

@@ -103,6 +103,24 @@ export class Campaign implements CampaignContext {
     return false;
   }
 
+  /**
+   * The `stepDown` notifier asked: a leader's tenure ends (`lost`, `stepped-down`), its lease
+   * is released, and it sits out (see `FollowerSteps.sitOut`). Anything else ignores it.
+   */
+  stepDown(): void {
+    const leading = this.phase;
+    if (leading.name !== 'leading') return;
+    this.timer?.unsubscribe(); // its renewal, or its expiry
+    const lease = this.lease(leading.term);
+    const sittingOut = following({ name: 'sitting-out', until: this.now() + (this.timing.sitOut ?? this.timing.expiresAfter) });
+    this.phase = sittingOut;
+    this.lockRetry.clear();
+    this.emit({ type: 'lost', ...lease, reason: 'stepped-down' });
+    // Released whether or not the subscriber stopped on `lost` (its withdrawal then has
+    // no tenure to release): the belief is over everywhere it was told.
+    this.release(lease, () => this.follower.sitOut(sittingOut));
+  }
+
   /** The acquisition won: the follower's watches end (winning gave its standby place up), and the tenure begins. */
   lead(follower: Following, leading: Leading): void {
     this.follower.endFollowing(follower);
@@ -148,18 +166,19 @@ export class Campaign implements CampaignContext {
   };
 
   /**
-   * Frees the slot at the end, trying again while the lock is taken, for up to `retryEvery`:
+   * Frees the slot (at the end, or on stepping down), trying again while the lock is taken, for up to `retryEvery`, then `then`:
    * a slot left held waits for its lease to expire (on a host whose followers can tell that
    * this tenure is over, they take it anyway). Other errors are told to nobody (stores that
    * answer later keep them for whoever awaits them); the lease expires by itself.
    */
-  private release(lease: Lease): void {
+  private release(lease: Lease, then: () => void = nothing): void {
     this.flights.run(
       () => this.store.release(lease),
-      nothing,
+      then,
       (error) => {
         const step = this.lockRetry.stepAfter(error, this.now(), this.timing.retryEvery);
-        if (step !== undefined) this.timer = this.scheduler.schedule(() => this.flights.whenSettled(() => this.release(lease)), step);
+        if (step === undefined) return then();
+        this.timer = this.scheduler.schedule(() => this.flights.whenSettled(() => this.release(lease, then)), step);
       },
     );
   }

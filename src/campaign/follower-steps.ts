@@ -47,7 +47,7 @@ export class FollowerSteps {
    */
   onChange(follower: Following, origin: ChangeOrigin | 'proof', change?: LeaseChange): void {
     const { activity } = follower;
-    if (this.campaign.phase !== follower) return;
+    if (this.campaign.phase !== follower || activity.name === 'sitting-out') return;
     // The answer on its way may predate the change: another attempt follows it.
     if (activity.name === 'acquiring') return void (activity.changedMeanwhile = true);
     // Every standby has a proof at the same moment, as with a release: in a crowd, at once.
@@ -58,6 +58,39 @@ export class FollowerSteps {
     if (origin === 'anywhere' && change !== 'renewal' && change !== 'unheard') return this.attemptInCrowd();
     follower.activity = { name: 'due' };
     this.campaign.wake(this.attempt, 0);
+  }
+
+  /**
+   * After stepping down: no attempt until the sit-out ends, or until another candidate is
+   * seen to lead (then the follower follows as before: its next attempt finds that leader).
+   * It looks every `retryEvery` meanwhile; a look that fails is as if nothing was seen.
+   */
+  sitOut(follower: Following): void {
+    const { campaign } = this;
+    const { activity } = follower;
+    if (campaign.phase !== follower || activity.name !== 'sitting-out') return;
+    const left = activity.until - campaign.now();
+    if (left <= 0) return this.followAgain(follower);
+    campaign.wake(() => this.lookWhileSittingOut(follower), Math.min(campaign.timing.retryEvery, left));
+  }
+
+  private lookWhileSittingOut(follower: Following): void {
+    const { campaign } = this;
+    if (campaign.phase !== follower) return;
+    campaign.flights.run(
+      () => campaign.store.look(campaign.slot, campaign.reading()),
+      (view) => {
+        const another = view !== undefined && view.lease.holder !== campaign.holder && stands(view.expiresIn);
+        if (another && campaign.phase === follower) this.followAgain(follower);
+        else this.sitOut(follower);
+      },
+      () => this.sitOut(follower),
+    );
+  }
+
+  private followAgain(follower: Following): void {
+    follower.activity = { name: 'waiting' };
+    this.attempt();
   }
 
   /** Ends what a follower watches: changes, and the leader's tenure. */

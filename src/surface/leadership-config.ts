@@ -1,4 +1,4 @@
-import { SchedulerLike } from 'rxjs';
+import { isObservable, Observable, SchedulerLike } from 'rxjs';
 import { expectInstrument, LeadershipInstrument } from './instrument';
 import { argumentError, expectConfig, expectInteger, expectScheduler, expectString, MAX_DELAY } from '../core/argument-check';
 
@@ -56,6 +56,26 @@ export interface LeadershipConfig {
    * @default none
    */
   instrument?: LeadershipInstrument | readonly LeadershipInstrument[];
+  /**
+   * Asks the candidate to step down and stay a candidate, as `takeUntil`'s notifier asks a
+   * stream to end: each value it emits while the candidate leads ends the tenure (`lost`,
+   * reason `'stepped-down'`), releases the lease at once, and has the candidate sit out
+   * for `sitOut` ms: it makes no attempt meanwhile, so that it does not win straight back,
+   * and follows as before as soon as it sees another candidate lead. Values emitted while
+   * it does not lead are ignored. An error of the notifier ends the stream with it. For a
+   * leader whose own dependencies are unhealthy (etcd's `Resign`, Curator's
+   * `interruptLeadership`); to stop campaigning, end the subscription instead.
+   * @default none
+   */
+  stepDown?: Observable<unknown>;
+  /**
+   * How long a candidate that stepped down sits out, at most: it campaigns again once this
+   * much has passed without another candidate taking the slot (a lone candidate takes it
+   * back then). The default, a lease's length, gives every live follower time to see the
+   * slot free and take it, whatever its polling.
+   * @default `expiresAfter`
+   */
+  sitOut?: number;
 }
 
 /** The configuration with every default applied and every value checked. */
@@ -69,15 +89,18 @@ export interface ResolvedLeadershipConfig {
   /** `undefined` when the store's kind decides. */
   readonly scheduler: SchedulerLike | undefined;
   readonly instrument: LeadershipInstrument | readonly LeadershipInstrument[] | undefined;
+  readonly stepDown: Observable<unknown> | undefined;
+  readonly sitOut: number;
 }
 
 export const MAX_HOLDER_LENGTH = 256;
-const knownOptions = ['renewEvery', 'expiresAfter', 'retryEvery', 'slot', 'holder', 'scheduler', 'instrument'];
+const knownOptions = ['renewEvery', 'expiresAfter', 'retryEvery', 'slot', 'holder', 'scheduler', 'instrument', 'stepDown', 'sitOut'];
 
 /** Checks `config` once, up front, and throws a `TypeError` or `RangeError` naming the field. */
 export function resolveLeadershipConfig(config: LeadershipConfig = {}): ResolvedLeadershipConfig {
   expectConfig(config, knownOptions);
-  const { renewEvery = 30_000, expiresAfter = 60_000, retryEvery = 1_000, slot = 0, holder, scheduler, instrument } = config;
+  const { renewEvery = 30_000, expiresAfter = 60_000, retryEvery = 1_000, slot = 0, holder, scheduler, instrument, stepDown } = config;
+  const { sitOut = expiresAfter } = config;
 
   expectInteger('renewEvery', renewEvery, 1, MAX_DELAY);
   expectInteger('expiresAfter', expiresAfter, 2, MAX_DELAY);
@@ -89,5 +112,7 @@ export function resolveLeadershipConfig(config: LeadershipConfig = {}): Resolved
   if (holder !== undefined) expectString('holder', holder, MAX_HOLDER_LENGTH);
   if (scheduler !== undefined) expectScheduler('scheduler', scheduler);
   expectInstrument(instrument, 'observeLeadership');
-  return { renewEvery, expiresAfter, retryEvery, slot, holder, scheduler, instrument };
+  if (stepDown !== undefined && !isObservable(stepDown)) throw argumentError(TypeError, 'stepDown', 'an Observable', stepDown);
+  expectInteger('sitOut', sitOut, 0, MAX_DELAY);
+  return { renewEvery, expiresAfter, retryEvery, slot, holder, scheduler, instrument, stepDown, sitOut };
 }

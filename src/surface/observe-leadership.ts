@@ -44,7 +44,7 @@ import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 export function observeLeadership(db: SqliteDatabaseLike | LeaseStore, config?: LeadershipConfig): Observable<LeadershipEvent> {
   const given = storeOrDatabase('db', db, 'store');
   const store = 'store' in given ? given.store : sqliteLeaseStore(given.database);
-  const { slot, holder: fixedHolder, scheduler = monotonicScheduler, instrument, ...timing } = resolveLeadershipConfig(config);
+  const { slot, holder: fixedHolder, scheduler = monotonicScheduler, instrument, stepDown, ...timing } = resolveLeadershipConfig(config);
 
   return new Observable<LeadershipEvent>((subscriber) => {
     const holder = fixedHolder ?? ulid();
@@ -79,9 +79,12 @@ export function observeLeadership(db: SqliteDatabaseLike | LeaseStore, config?: 
       : subscriber;
     const campaign = new Campaign(store, slot, holder, timing, observer, scheduler);
     const leave = enrollBeliever(slot, holder, campaign);
+    // As takeUntil's notifier: its error ends the stream, its completion nothing.
+    const steppingDown = stepDown?.subscribe({ next: () => campaign.stepDown(), error: (error: unknown) => subscriber.error(error) });
     // Added before the first attempt: a subscriber that stops at `elected` (take(1)) stops
     // the campaign from inside that attempt, and the lease must still be released.
     subscriber.add(() => {
+      steppingDown?.unsubscribe();
       campaign.stop();
       leave();
       withdraw();
