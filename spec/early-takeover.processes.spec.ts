@@ -42,6 +42,32 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
       await eventually('the follower watching the new leader', () => watcherCount(processes.database.file) === 1);
     }));
 
+  it(
+    'with a lock-delay: takes a killed leader over at once, on proof, and a stopped one only a lock-delay after its lease',
+    () =>
+      explain(async () => {
+        const timing = { renewEvery: 1_000, expiresAfter: 3_000, retryEvery: 200, lockDelay: 5_000 };
+        const candidates = start(3, timing);
+        const first = await leaderAmong(candidates);
+        await eventually('both followers watching the leader', () => watcherCount(processes.database.file) === 2);
+        first.signal('SIGKILL');
+        const second = await leaderAmong(candidates.filter((w) => w !== first));
+        // On proof of death, no lock-delay: well before the dead leader's lease even ended.
+        expect(second.last('elected')!.at).toBeLessThan(lastExpiry(first));
+        await eventually('the follower watching the new leader', () => watcherCount(processes.database.file) === 1);
+        second.signal('SIGSTOP');
+        await eventually('the leader stopped', () => second.stopped);
+        const [third] = candidates.filter((w) => w !== first && w !== second);
+        await leaderAmong([third]);
+        // Alive but silent: its lease ran out, then the lock-delay, before anyone said elected.
+        expect(third.last('elected')!.at).toBeGreaterThanOrEqual(lastExpiry(second) + timing.lockDelay);
+        second.signal('SIGCONT');
+        await eventually('the stopped leader’s loss', () => second.find('lost'));
+        noOverlap();
+      }),
+    60_000,
+  );
+
   it('replaces early a killed leader that ran in a network namespace of its own (as in another container), sharing the folder', () =>
     explain(async () => {
       const namespace = networkNamespace(0);

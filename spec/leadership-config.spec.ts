@@ -33,6 +33,8 @@ describe('observeLeadership config', () => {
     ['stepDown', Promise.resolve(), TypeError, 'Expected `stepDown` to be an Observable, got `Promise` (object)'],
     ['sitOut', -1, RangeError, 'Expected `sitOut` to be an integer from 0 to 2147483647, got `-1` (number)'],
     ['sitOut', 0.5, RangeError, 'got `0.5` (number)'],
+    ['lockDelay', -1, RangeError, 'Expected `lockDelay` to be an integer from 0 to 2147483647, got `-1` (number)'],
+    ['lockDelay', '5s', TypeError, 'got `"5s"` (string)'],
   ])('refuses %s = %p with a %p that says what it expected', (field, value, kind, message) => {
     expect(attempt({ [field]: value })).toThrow(kind);
     expect(attempt({ [field]: value })).toThrow(message);
@@ -48,7 +50,7 @@ describe('observeLeadership config', () => {
   it('refuses unknown options, so that a misspelt one is not silently ignored', () => {
     expect(attempt({ renewEveryMs: 100 })).toThrow(
       new TypeError(
-        'Expected `config` to be an object with only renewEvery, expiresAfter, retryEvery, slot, holder, scheduler, instrument, stepDown, sitOut, got `"renewEveryMs"` (string)',
+        'Expected `config` to be an object with only renewEvery, expiresAfter, retryEvery, slot, holder, scheduler, instrument, stepDown, sitOut, lockDelay, got `"renewEveryMs"` (string)',
       ),
     );
   });

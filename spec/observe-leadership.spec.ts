@@ -87,6 +87,32 @@ describe('observeLeadership', () => {
     });
   });
 
+  describe('lock-delay (lockDelay)', () => {
+    it('holds an expired lease it took, renewing it, for lockDelay before it says elected', () => {
+      const scheduler = virtualTime();
+      scheduler.run(({ expectObservable }) => {
+        // Another holder's lease, never released: it expires at 30, nobody proves its end.
+        db.exec(originalTable);
+        originalStatements(db, 'rust', 30).tryAcquire(0);
+        const b = observeLeadership(db, { ...timing, holder: 'b', scheduler, lockDelay: 20 });
+        // Taken at 31 (its lease to 61), renewed quietly at 41, then at 51 the renewal that
+        // announces it: elected, its lease to 81.
+        expectObservable(b, '^ 62ms !').toBe('51ms a 9ms b', { a: elected('b', 1, 81), b: renewed('b', 1, 91) });
+        scheduler.schedule(() => expect(rows()).toEqual([{ slot: 0, holder: 'b', expires_at: 61 }]), 35);
+      });
+    });
+
+    it('waits for nothing after a release', () => {
+      const scheduler = virtualTime();
+      scheduler.run(({ expectObservable }) => {
+        const a = observeLeadership(db, { ...timing, holder: 'a', scheduler });
+        const b = observeLeadership(db, { ...timing, holder: 'b', scheduler, lockDelay: 20 });
+        expectObservable(a, '^ 14ms !').toBe('a 9ms b', { a: elected('a', 1, 30), b: renewed('a', 1, 40) });
+        expectObservable(b, '^ 16ms !').toBe('15ms a', { a: elected('b', 2, 45) });
+      });
+    });
+  });
+
   describe('stepping down (stepDown), and staying a candidate', () => {
     it('ends the tenure at the notifier, releases, sits out while another takes over, and follows that one', () => {
       const scheduler = virtualTime();

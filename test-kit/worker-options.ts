@@ -13,6 +13,10 @@ export interface WorkerOptions {
   renewEvery: number;
   expiresAfter: number;
   retryEvery: number;
+  /** The library's `lockDelay`. @default 0 */
+  lockDelay?: number;
+  /** The library's `sitOut`. @default `expiresAfter` */
+  sitOut?: number;
   /** Ms between fenced ledger writes while leading; no writes if absent. */
   ledgerEvery?: number;
   /**

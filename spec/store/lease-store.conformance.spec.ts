@@ -109,6 +109,8 @@ describe.each(stores)('%s lease store', (_, open) => {
       const taken = seen.acquired ? seen : await store.acquire(0, 'b', at(Date.now()), 60_000, { over: seen.lease });
       expect(taken.acquired).toBe(true);
       expect(taken.lease.term).toBeGreaterThan(old.lease.term);
+      // It says whose tenure it replaced (what a lock-delay waits for).
+      expect(taken.replaced).toMatchObject({ holder: 'a', term: old.lease.term });
       const oldLease = { slot: 0, holder: 'a', term: old.lease.term };
       expect(await store.renew(oldLease, at(Date.now()), 60_000)).toBe(false);
       expect(await store.release(oldLease)).toBe(false);
@@ -116,9 +118,14 @@ describe.each(stores)('%s lease store', (_, open) => {
     });
 
     it('makes every new tenure a greater term: taking back its own lease, and after a release', async () => {
-      const terms = [(await acquire('a')).lease.term, (await acquire('a')).lease.term];
+      const first = await acquire('a');
+      const own = await acquire('a');
+      const terms = [first.lease.term, own.lease.term];
       expect(await store.release({ slot: 0, holder: 'a', term: terms[1] })).toBe(true);
-      terms.push((await acquire('b')).lease.term);
+      const afterRelease = await acquire('b');
+      terms.push(afterRelease.lease.term);
+      // A free slot, its own row, a released slot: nobody's tenure replaced.
+      expect([first.replaced, own.replaced, afterRelease.replaced]).toEqual([undefined, undefined, undefined]);
       expect(terms[1]).toBeGreaterThan(terms[0]);
       expect(terms[2]).toBeGreaterThan(terms[1]);
     });

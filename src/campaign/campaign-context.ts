@@ -1,6 +1,6 @@
 import type { SchedulerLike } from 'rxjs';
 import type { Lease, LeadershipEvent } from '../core/leadership-event';
-import type { ClockReading, LeaseStore, StoreCapabilities } from '../store/lease-store';
+import type { ClockReading, LeaseRecord, LeaseStore, StoreCapabilities } from '../store/lease-store';
 import type { Following, Leading, Phase } from './campaign-phase';
 import type { LockRetry } from './lock-retry';
 import type { OneInFlight } from './one-in-flight';
@@ -12,6 +12,8 @@ export interface CampaignTiming {
   readonly retryEvery: number;
   /** How long a candidate that stepped down sits out, at most. @default `expiresAfter` */
   readonly sitOut?: number;
+  /** How long a candidate that took an expired lease waits before `elected`. @default 0 */
+  readonly lockDelay?: number;
 }
 
 /**
@@ -45,8 +47,8 @@ export interface CampaignContext {
   answered(): void;
   /** How long a renewal took, in ms, unrounded. */
   timedRenewal(ms: number): void;
-  /** The follower won: its watches end, and the tenure begins. */
-  lead(follower: Following, leading: Leading): void;
+  /** The follower won (from `replaced`, if it took another holder's tenure): its watches end, and the tenure begins. */
+  lead(follower: Following, leading: Leading, replaced: LeaseRecord | undefined): void;
   /** The tenure goes on, to the lease just written. */
   renewed(leading: Leading): void;
   /** The tenure ended (`lost`): a follower again. */

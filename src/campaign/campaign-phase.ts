@@ -55,11 +55,17 @@ export interface Following {
   readonly observation: LeaseObservation;
 }
 
-/** Holding tenure `term`, which it believes in until `expiresAt` on its own clock: the lease it last wrote. */
+/**
+ * Holding tenure `term`, which it believes in until `expiresAt` on its own clock: the lease it
+ * last wrote. With `quietUntil`, it took an expired lease and waits out its lock-delay: it
+ * holds and renews the lease, but believes nothing and says nothing (`elected` comes with
+ * the first renewal from `quietUntil` on).
+ */
 export interface Leading {
   readonly name: 'leading';
   readonly term: number;
   readonly expiresAt: number;
+  readonly quietUntil?: number;
 }
 
 /** Stopped: only leaving the phase it stopped in is left to do (a release, a standby place given up). */

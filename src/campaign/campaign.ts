@@ -7,7 +7,7 @@ import { SchedulerLike, Subscription } from 'rxjs';
 import { LeadershipError } from '../core/leadership-error';
 import { Lease, LeadershipEvent, LostReason } from '../core/leadership-event';
 import { readClocks } from '../core/monotonic-scheduler';
-import { ClockReading, LeaseStore, StoreCapabilities } from '../store/lease-store';
+import { ClockReading, LeaseRecord, LeaseStore, StoreCapabilities } from '../store/lease-store';
 import type { CampaignContext, CampaignTiming } from './campaign-context';
 import { following, Following, Leading, Phase, standsBy } from './campaign-phase';
 import { FollowerSteps } from './follower-steps';
@@ -96,7 +96,7 @@ export class Campaign implements CampaignContext {
    */
   believes(term: number): boolean {
     const leading = this.phase;
-    if (leading.name !== 'leading' || leading.term !== term) return false;
+    if (leading.name !== 'leading' || leading.term !== term || leading.quietUntil !== undefined) return false;
     if (this.now() < leading.expiresAt) return true;
     this.timer?.unsubscribe();
     this.lose(leading, 'expired');
@@ -109,7 +109,7 @@ export class Campaign implements CampaignContext {
    */
   stepDown(): void {
     const leading = this.phase;
-    if (leading.name !== 'leading') return;
+    if (leading.name !== 'leading' || leading.quietUntil !== undefined) return; // not elected yet
     this.timer?.unsubscribe(); // its renewal, or its expiry
     const lease = this.lease(leading.term);
     const sittingOut = following({ name: 'sitting-out', until: this.now() + (this.timing.sitOut ?? this.timing.expiresAfter) });
@@ -121,8 +121,15 @@ export class Campaign implements CampaignContext {
     this.release(lease, () => this.follower.sitOut(sittingOut));
   }
 
-  /** The acquisition won: the follower's watches end (winning gave its standby place up), and the tenure begins. */
-  lead(follower: Following, leading: Leading): void {
+  /**
+   * The acquisition won: the follower's watches end (winning gave its standby place up), and
+   * the tenure begins; from another holder's expired lease (`replaced`) with a lock-delay, it
+   * begins quiet (see `Leading.quietUntil`), so that what that holder sent out before it
+   * stopped (a side effect `fenced` cannot cover) lands before this one acts.
+   */
+  lead(follower: Following, won: Leading, replaced: LeaseRecord | undefined): void {
+    const { lockDelay = 0 } = this.timing;
+    const leading: Leading = replaced !== undefined && lockDelay > 0 ? { ...won, quietUntil: this.now() + lockDelay } : won;
     this.follower.endFollowing(follower);
     // Stopped meanwhile: the release at the end needs the term.
     if (this.phase !== follower) return void (this.phase = { name: 'stopped', left: leading });
@@ -134,7 +141,9 @@ export class Campaign implements CampaignContext {
       return this.wake(this.follower.attempt, 0);
     }
     this.phase = leading;
-    if (this.emit({ type: 'elected', ...this.lease(leading.term), expiresAt: leading.expiresAt })) this.leader.renewInTime(leading);
+    if (leading.quietUntil !== undefined || this.emit({ type: 'elected', ...this.lease(leading.term), expiresAt: leading.expiresAt })) {
+      this.leader.renewInTime(leading);
+    }
   }
 
   renewed(leading: Leading): void {
@@ -145,7 +154,8 @@ export class Campaign implements CampaignContext {
     const lease = this.lease(leading.term);
     this.phase = following();
     this.lockRetry.clear(); // a follower's attempts start an episode of their own
-    const goesOn = this.emit({ type: 'lost', ...lease, reason });
+    // A tenure never announced (it was waiting out its lock-delay) ends as quietly.
+    const goesOn = leading.quietUntil !== undefined || this.emit({ type: 'lost', ...lease, reason });
     // Only now, with the belief gone everywhere it was told, may the store say so.
     this.powers.tenureProof?.endTenure(lease);
     if (goesOn) this.wake(this.follower.attempt, 0);

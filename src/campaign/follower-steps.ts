@@ -123,8 +123,12 @@ export class FollowerSteps {
     follower.activity = { name: 'waiting' };
     campaign.lockRetry.clear();
     campaign.answered();
-    if (result.acquired)
-      return campaign.lead(follower, { name: 'leading', term: result.lease.term, expiresAt: sentAt + campaign.timing.expiresAfter });
+    if (result.acquired) {
+      const leading = { name: 'leading', term: result.lease.term, expiresAt: sentAt + campaign.timing.expiresAfter } as const;
+      // A tenure whose end was proven is no expired lease: no lock-delay for it.
+      const replaced = result.replaced !== undefined && !sameTenure(result.replaced, follower.ended) ? result.replaced : undefined;
+      return campaign.lead(follower, leading, replaced);
+    }
     // A proven end counts only while the slot stays with that tenure.
     if (follower.ended !== undefined && !sameTenure(result.lease, follower.ended)) follower.ended = undefined;
     if (campaign.phase !== follower) return;

@@ -21,9 +21,12 @@ export class LeaderSteps {
    * lease always has more than `renewEvery` left.
    */
   renewInTime(leading: Leading): void {
-    const untilExpiry = leading.expiresAt - this.campaign.now();
+    const now = this.campaign.now();
+    const untilExpiry = leading.expiresAt - now;
     const { renewEvery } = this.campaign.timing;
-    this.scheduleRenewal(leading, untilExpiry > renewEvery ? renewEvery : Math.floor(untilExpiry / 2));
+    const interval = untilExpiry > renewEvery ? renewEvery : Math.floor(untilExpiry / 2);
+    // A quiet tenure renews at the end of its lock-delay too: that renewal announces it.
+    this.scheduleRenewal(leading, leading.quietUntil === undefined ? interval : Math.max(0, Math.min(interval, leading.quietUntil - now)));
   }
 
   private readonly renew = (): void => {
@@ -47,9 +50,13 @@ export class LeaderSteps {
         // An answer that came after the lease it wrote ran out (the process paused inside the
         // call, say) is never believed: the belief ended meanwhile, and others may lead now.
         if (campaign.now() >= sentAt + expiresAfter) return campaign.lose(leading, 'expired');
-        const renewedTo: Leading = { name: 'leading', term, expiresAt: sentAt + expiresAfter };
+        const { quietUntil } = leading;
+        const announced = quietUntil !== undefined && campaign.now() >= quietUntil;
+        const stillQuiet = quietUntil !== undefined && !announced;
+        const renewedTo: Leading = { name: 'leading', term, expiresAt: sentAt + expiresAfter, ...(stillQuiet && { quietUntil }) };
         campaign.renewed(renewedTo);
-        if (campaign.emit({ type: 'renewed', ...campaign.lease(term), expiresAt: renewedTo.expiresAt })) this.renewInTime(renewedTo);
+        const event = { type: announced ? 'elected' : 'renewed', ...campaign.lease(term), expiresAt: renewedTo.expiresAt } as const;
+        if (stillQuiet || campaign.emit(event)) this.renewInTime(renewedTo);
       },
       (error) => {
         if (campaign.phase !== leading) return;

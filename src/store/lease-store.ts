@@ -131,6 +131,12 @@ export interface LeaseView {
 export interface AcquireResult extends LeaseView {
   /** Whether this attempt took the slot. */
   readonly acquired: boolean;
+  /**
+   * When it took the slot from another holder's tenure (one whose lease expired, or whose
+   * end was proven: not a free or released slot, nor this holder's own row): that tenure.
+   * A store that cannot tell leaves it out, and no lock-delay applies then.
+   */
+  readonly replaced?: LeaseRecord;
 }
 
 /**

@@ -76,6 +76,16 @@ export interface LeadershipConfig {
    * @default `expiresAfter`
    */
   sitOut?: number;
+  /**
+   * How long a candidate that took an expired lease (neither released nor proven over: its
+   * holder may have been paused, or cut off, rather than dead) waits before `elected`,
+   * holding and renewing the lease meanwhile, as Chubby's and Consul's lock-delay: what the
+   * old leader sent out just before it stopped (an HTTP call, a message: what `fenced` cannot
+   * cover) lands before the new one acts. It adds this much to such a failover, and nothing
+   * to a handoff or a takeover on proof of death.
+   * @default 0
+   */
+  lockDelay?: number;
 }
 
 /** The configuration with every default applied and every value checked. */
@@ -91,16 +101,28 @@ export interface ResolvedLeadershipConfig {
   readonly instrument: LeadershipInstrument | readonly LeadershipInstrument[] | undefined;
   readonly stepDown: Observable<unknown> | undefined;
   readonly sitOut: number;
+  readonly lockDelay: number;
 }
 
 export const MAX_HOLDER_LENGTH = 256;
-const knownOptions = ['renewEvery', 'expiresAfter', 'retryEvery', 'slot', 'holder', 'scheduler', 'instrument', 'stepDown', 'sitOut'];
+const knownOptions = [
+  'renewEvery',
+  'expiresAfter',
+  'retryEvery',
+  'slot',
+  'holder',
+  'scheduler',
+  'instrument',
+  'stepDown',
+  'sitOut',
+  'lockDelay',
+];
 
 /** Checks `config` once, up front, and throws a `TypeError` or `RangeError` naming the field. */
 export function resolveLeadershipConfig(config: LeadershipConfig = {}): ResolvedLeadershipConfig {
   expectConfig(config, knownOptions);
   const { renewEvery = 30_000, expiresAfter = 60_000, retryEvery = 1_000, slot = 0, holder, scheduler, instrument, stepDown } = config;
-  const { sitOut = expiresAfter } = config;
+  const { sitOut = expiresAfter, lockDelay = 0 } = config;
 
   expectInteger('renewEvery', renewEvery, 1, MAX_DELAY);
   expectInteger('expiresAfter', expiresAfter, 2, MAX_DELAY);
@@ -114,5 +136,6 @@ export function resolveLeadershipConfig(config: LeadershipConfig = {}): Resolved
   expectInstrument(instrument, 'observeLeadership');
   if (stepDown !== undefined && !isObservable(stepDown)) throw argumentError(TypeError, 'stepDown', 'an Observable', stepDown);
   expectInteger('sitOut', sitOut, 0, MAX_DELAY);
-  return { renewEvery, expiresAfter, retryEvery, slot, holder, scheduler, instrument, stepDown, sitOut };
+  expectInteger('lockDelay', lockDelay, 0, MAX_DELAY);
+  return { renewEvery, expiresAfter, retryEvery, slot, holder, scheduler, instrument, stepDown, sitOut, lockDelay };
 }

@@ -24,7 +24,7 @@ import { checkMayCampaign } from './postgres-privileges';
 import { hasLeaseLength, installPostgresSchema, LeaseTableShape, PostgresLeaseTable, qualifiedNames } from './postgres-schema';
 import { StoreSession } from './postgres-session';
 import { StandbyLocks } from './postgres-standby';
-import { idleBound, keepsOff, Row, statementsFor, toRecord, toView } from './postgres-statements';
+import { idleBound, keepsOff, replacedOf, Row, statementsFor, toRecord, toView } from './postgres-statements';
 import { inTransaction } from './postgres-transaction';
 
 export type { PostgresLeaseStoreConfig };
@@ -150,7 +150,10 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, LeaseTable,
   acquire(slot: number, holder: string, now: ClockReading, expiresAfter: number, options: AcquireOptions = {}): Promise<AcquireResult> {
     const { waitForLock = true, over } = options;
     return this.operation(async () => {
-      const answer = (acquired: boolean, row: Row): AcquireResult => ({ acquired, ...toView(row) });
+      const answer = (acquired: boolean, row: Row): AcquireResult => {
+        const replaced = acquired ? replacedOf(row) : undefined;
+        return replaced === undefined ? { acquired, ...toView(row) } : { acquired, ...toView(row), replaced };
+      };
       await this.mayCampaign();
       // Otherwise reading first keeps followers off the row's lock while a live lease stands.
       if (waitForLock) {

@@ -21,6 +21,10 @@ const arrival = `floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint
 
 /** A slot's row as the statements return it, with the server's clock at the reading (`now`). */
 export interface Row extends QueryResultRow {
+  /** A take's: the row it found, if any (see `replacedOf`). */
+  replaced_holder?: string | null;
+  replaced_term?: string | null;
+  replaced_expires_at?: string | null;
   holder: string;
   term: string;
   expires_at: string;
@@ -70,23 +74,29 @@ function upsertText({ table, termSequence }: Names, { leaseLength }: LeaseTableS
       RETURNING holder, term, expires_at, ${leaseLength ? 'lease_ms' : 'NULL::bigint AS lease_ms'}, expires_at - $3 AS now`;
 }
 
+/** The slot's row before the statement wrote, for a take to say what it replaced (see `replacedOf`). */
+const previous = (table: string) => `previous AS (SELECT holder, term, expires_at FROM ${table} WHERE slot = $1)`;
+const replacedColumns = `previous.holder AS replaced_holder, previous.term AS replaced_term, previous.expires_at AS replaced_expires_at`;
+
 /** The statements that write a lease: each announces what it did on the channel, for followers and observers that listen. */
 function writeStatements(names: Names, shape: LeaseTableShape) {
   const { table } = names;
   return {
-    take: `WITH taken AS (${upsertText(names, shape)})
-      SELECT holder, term, expires_at, lease_ms, now, pg_notify('${channel}', $4) FROM taken`,
+    // `previous` reads the row as the statement found it: what the take replaced, if anything.
+    take: `WITH ${previous(table)}, taken AS (${upsertText(names, shape)})
+      SELECT taken.holder, taken.term, taken.expires_at, taken.lease_ms, taken.now, ${replacedColumns}, pg_notify('${channel}', $4)
+      FROM taken LEFT JOIN previous ON true`,
     // The same for an attempt that every follower makes when a release is announced: only
     // the one that gets the slot's gate (an advisory lock held until the statement commits)
     // writes; the others learn it at once (`open` false) and step aside, rather than
     // queueing on the row one after the other. The gate only keeps the crowd off the row:
     // the compare-and-set alone decides who leads.
     // The gate's key is the election's payload (this table) and the slot.
-    takeInCrowd: `WITH gate AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtextextended($4, $1)) AS open),
+    takeInCrowd: `WITH gate AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtextextended($4, $1)) AS open), ${previous(table)},
       taken AS (${upsertText(names, shape, { from: 'gate, ', where: ['gate.open'] })})
-      SELECT gate.open, taken.holder, taken.term, taken.expires_at, taken.lease_ms, taken.now,
+      SELECT gate.open, taken.holder, taken.term, taken.expires_at, taken.lease_ms, taken.now, ${replacedColumns},
         CASE WHEN taken.holder IS NOT NULL THEN pg_notify('${channel}', $4) END AS notified
-      FROM gate LEFT JOIN taken ON true`,
+      FROM gate LEFT JOIN taken ON true LEFT JOIN previous ON true`,
     // The row's lock comes first, the clock after it (a select with FOR UPDATE is never merged
     // into the one around it). A renewal that queued behind a transaction holding the row,
     // such as the leader's own `fenced` stalled past the lease until the server ended it,
@@ -134,6 +144,17 @@ export function statementsFor(names: Names, shape: LeaseTableShape) {
           WHERE NOT has_table_privilege($1, privilege)) AS missing,
         has_sequence_privilege($2, 'USAGE, UPDATE') AS sequence`,
   };
+}
+
+/**
+ * What a take replaced: the tenure of another holder the row held when the statement found
+ * it (one whose lease expired, or was watched to its end), or `undefined` for a free row or
+ * this holder's own. Read in the statement's snapshot: a row that another statement changed
+ * meanwhile reads as it was, which at worst makes a lock-delay apply where it need not.
+ */
+export function replacedOf(row: Row): LeaseRecord | undefined {
+  if (row.replaced_holder === null || row.replaced_holder === undefined || row.replaced_holder === row.holder) return undefined;
+  return { holder: row.replaced_holder, term: Number(row.replaced_term), expiresAt: Number(row.replaced_expires_at) };
 }
 
 export function toRecord(row: Row): LeaseRecord {

@@ -83,7 +83,7 @@ interface Statements {
       parameters: TakeParameters & EndedTenure,
       deadline: number,
       openEndpoint: (tenure: Lease) => void,
-    ) => { acquired: boolean; lease: LeaseRow }
+    ) => { acquired: boolean; lease: LeaseRow; replaced?: LeaseRecord }
   >;
   renew: Transaction<(lease: Lease, now: ClockReading, expiresAfter: number) => boolean>;
   release: Statement<[Lease]>;
@@ -200,7 +200,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
         this.endpoints?.openFor(tenure);
         opened = tenure;
       };
-      let taken: { acquired: boolean; lease: LeaseRow };
+      let taken: { acquired: boolean; lease: LeaseRow; replaced?: LeaseRecord };
       try {
         taken = statements.acquire.immediate(parameters, deadlineOf(now, expiresAfter), openEndpoint);
       } catch (error) {
@@ -209,12 +209,12 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
         if (opened !== undefined) this.endpoints?.closeFor(opened);
         throw error;
       }
-      const { acquired, lease } = taken;
+      const { acquired, lease, replaced } = taken;
       if (acquired) {
         this.signalFile?.signal(); // for observers; standbys find it taken
         if (ended !== undefined) this.endpoints?.removeLeftover(ended); // its end was proven: a file left over
       }
-      return answer(acquired, lease);
+      return replaced === undefined ? answer(acquired, lease) : { ...answer(acquired, lease), replaced };
     });
   }
 
@@ -413,6 +413,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
       // the commit fails, nobody ever could, and it closes. The row and the deadline are
       // written together: nobody ever reads one without the other.
       acquire: db.transaction((parameters: TakeParameters & EndedTenure, deadline: number, openEndpoint: (tenure: Lease) => void) => {
+        const before = read.get(parameters); // under the write lock: exactly what the take replaces
         const acquired = take.run(parameters).changes === 1;
         const lease = read.get(parameters) as LeaseRow;
         if (acquired) {
@@ -420,7 +421,8 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
           writeDeadline.run({ ...tenure, clock: parameters.clock, deadline });
           standbyLeave.run({ slot: parameters.slot, holder: parameters.holder });
           openEndpoint(tenure);
-          return { acquired, lease: { ...lease, expiresIn: deadline - parameters.now } };
+          const replaced = before !== undefined && before.holder !== parameters.holder ? viewOf(before).lease : undefined;
+          return { acquired, lease: { ...lease, expiresIn: deadline - parameters.now }, replaced };
         }
         return { acquired, lease };
       }),
