@@ -65,6 +65,7 @@ describe('SqliteLeaseStore', () => {
         acquired: true,
         lease: { holder: 'b', term: 2, expiresAt: 1_601 },
         expiresIn: 300,
+        replaced: { holder: 'a', term: 1, expiresAt: 1_300 }, // an expired tenure of another holder
       });
     });
 
