@@ -12,6 +12,7 @@ import { leaderMetrics } from '../src/surface/metrics';
 import { eventually } from '../test-kit/eventually';
 import { freePort } from '../test-kit/postgres-server';
 import { metricsPort } from '../test-kit/worker-probes';
+import { WorkerProcess } from '../test-kit/worker-process';
 
 const monitoring = join(__dirname, '..', 'docs', 'monitoring');
 const rulesFile = join(monitoring, 'leadership.rules.yml');
@@ -167,6 +168,11 @@ describe.each(['delete', 'wal'] as const)(
         ...(watch ? [watch.address] : []),
         ...(await Promise.all(cluster.processes.map(async (w) => `127.0.0.1:${await metricsPort(w)}`))),
       ]);
+    /** Waits until Prometheus has scraped `worker`'s elections_total at `elections`. */
+    const scraped = async (worker: WorkerProcess, elections: number) => {
+      const series = `leadership_elections_total{instance="127.0.0.1:${await metricsPort(worker)}"} == ${elections}`;
+      await eventually(`${series} scraped`, async () => (await prometheus.query(series)).length > 0 || undefined, 30_000);
+    };
     /** Waits for `alert` to fire; if it never does, the failure shows what `shows` queried last. */
     const firing = async (alert: string, shows?: string) => {
       try {
@@ -196,15 +202,19 @@ describe.each(['delete', 'wal'] as const)(
 
       // Flapping by new holders: five times, the leader is killed (its standbys take over at
       // once) and a worker is started again in its place, a new process with a new holder.
+      // increase() counts a win only from a scrape at 0 to one at 1: each new worker is scraped
+      // as a follower, and each leader as one, before the next kill.
       for (let restart = 0; restart < 5; restart++) {
         const leader = await cluster.leader();
+        await scraped(leader, 1);
         leader.signal('SIGKILL');
         await leader.exited;
         await cluster.leader();
-        cluster.spawn();
+        const fresh = cluster.spawn();
         await scrapeAll();
-        await new Promise((resolve) => setTimeout(resolve, 1_500)); // a scrape or so of each tenure
+        await scraped(fresh, 0);
       }
+      await scraped(await cluster.leader(), 1);
       await firing('LeadershipFlapping', 'leadership_elections_total');
       await firing('LeadershipTermsAdvancing', 'leadership_term');
       await firing('LeadershipObservedFlapping', 'leadership_observed_elections_total');
