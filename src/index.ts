@@ -4,6 +4,8 @@ export { fenced } from './surface/fenced';
 export { whileLeader } from './surface/operators/while-leader';
 export { isLeader } from './surface/operators/is-leader';
 export { holdsLease } from './surface/holds-lease';
+export { handOff } from './surface/hand-off';
+export type { HandOffOptions, HandOffResult } from './surface/hand-off';
 export { sqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
 export type { SqliteLeaseStore } from './store/sqlite/sqlite-lease-store';
 export { readClocks } from './core/monotonic-scheduler';
@@ -53,6 +55,8 @@ export type {
   Fencing,
   FencingCapabilities,
   FencingStore,
+  HandoffWord,
+  Handoffs,
   LeaseChange,
   LeaseReader,
   LeaseRecord,

@@ -1,5 +1,16 @@
 import { Subscription } from 'rxjs';
-import { ChangeSignals, fenced, LeadershipError, LeadershipEvent, Lease, LeaseStore, observeLeadership } from '../../src';
+import {
+  ChangeSignals,
+  fenced,
+  handOff,
+  HandoffWord,
+  Handoffs,
+  LeadershipError,
+  LeadershipEvent,
+  Lease,
+  LeaseStore,
+  observeLeadership,
+} from '../../src';
 import { postgresLeaseStore } from '../../src/postgres';
 import { sqliteLeaseStore } from '../../src/store/sqlite/sqlite-lease-store';
 import { eventually } from '../../test-kit/eventually';
@@ -272,6 +283,124 @@ describe.each(stores)('%s lease store', (_, open) => {
       const after = await acquire('b', 60_000);
       expect(after.acquired).toBe(true);
       expect(after.lease.term).toBeGreaterThan(elected.term);
+    });
+
+    describe('handOff', () => {
+      const handoffsOf = () => store.capabilities?.handoffs as Handoffs;
+      /** Once words about handoffs reach this store's listeners (PostgreSQL: its LISTEN is in place): a request of another slot is heard. */
+      const hearing = async () => {
+        let heard = false;
+        const stop = handoffsOf().watchHandoffs((word) => (heard ||= word.kind === 'asked' && word.lease.slot === 99));
+        try {
+          await eventually('words heard', async () => {
+            await handoffsOf().ask({ slot: 99, holder: 'probe', term: 1 }, undefined);
+            await until(10);
+            return heard;
+          });
+        } finally {
+          stop();
+        }
+      };
+
+      it('hands the tenure to the named standing candidate: the leader says lost first, the successor takes it with a greater term, nobody else leads', async () => {
+        const a = candidate('a');
+        const from = await firstElected(a.events);
+        const [b, c] = [candidate('b'), candidate('c')];
+        await hearing();
+        const result = await handOff(store, { to: 'c' });
+        expect(result.from).toEqual({ slot: 0, holder: 'a', term: from.term });
+        expect(result.to).toMatchObject({ slot: 0, holder: 'c' });
+        expect(result.to.term).toBeGreaterThan(from.term);
+        const elected = await firstElected(c.events);
+        expect(elected.term).toBe(result.to.term);
+        const lost = a.events.find(({ type }) => type === 'lost');
+        expect(lost).toMatchObject({ reason: 'handed-off', term: from.term });
+        expect((lost as { at: number }).at).toBeLessThanOrEqual(c.events[0].at);
+        expect(b.events).toEqual([]);
+        // The old tenure can neither renew nor release the slot any more.
+        expect(await store.renew({ slot: 0, holder: 'a', term: from.term }, at(Date.now()), 60_000)).toBe(false);
+        expect(await store.release({ slot: 0, holder: 'a', term: from.term })).toBe(false);
+      });
+
+      it('writes the slot to the successor for the window asked: it alone may take it, with a greater term, and the old tenure is over', async () => {
+        const { lease } = await acquire('a');
+        const words: HandoffWord[] = [];
+        const stop = handoffsOf().watchHandoffs((word) => words.push(word));
+        try {
+          await hearing();
+          expect(await handoffsOf().handOver({ slot: 0, holder: 'a', term: lease.term }, 'b', at(Date.now()), 60_000)).toBe(true);
+          await eventually('word of the handover', () => words.some((word) => word.kind === 'handed'));
+          const handed = words.find((word) => word.kind === 'handed') as Extract<HandoffWord, { kind: 'handed' }>;
+          expect(handed).toMatchObject({ slot: 0, to: 'b' });
+          expect(handed.term).toBeGreaterThan(lease.term);
+          expect((await acquire('c')).acquired).toBe(false);
+          expect(await store.renew({ slot: 0, holder: 'a', term: lease.term }, at(Date.now()), 60_000)).toBe(false);
+          const taken = await acquire('b');
+          expect(taken.acquired).toBe(true);
+          expect(taken.lease.term).toBeGreaterThan(handed.term);
+          // Only the tenure it held may hand over: a second try changes nothing.
+          expect(await handoffsOf().handOver({ slot: 0, holder: 'a', term: lease.term }, 'c', at(Date.now()), 60_000)).toBe(false);
+        } finally {
+          stop();
+        }
+      });
+
+      it('lets anybody take the slot once the successor let its window pass', async () => {
+        const { lease } = await acquire('a');
+        expect(await handoffsOf().handOver({ slot: 0, holder: 'a', term: lease.term }, 'b', at(Date.now()), 200)).toBe(true);
+        // PostgreSQL's followers time the window themselves: they watch it unchanged for its length.
+        const seen = await store.look(0, at(Date.now()));
+        await until(300);
+        const over = subject.timesLeases ? undefined : seen?.lease;
+        const taken = await store.acquire(0, 'c', at(Date.now()), 60_000, over && { over });
+        expect(taken.acquired).toBe(true);
+      });
+
+      it('says HANDOFF_NOT_TAKEN when the named holder is not a candidate: another candidate leads once the window ends', async () => {
+        const a = candidate('a');
+        const from = await firstElected(a.events);
+        const b = candidate('b');
+        await hearing();
+        const failure = handOff(store, { to: 'nobody' });
+        await expect(failure).rejects.toMatchObject({
+          code: 'HANDOFF_NOT_TAKEN',
+          message: expect.stringContaining('nobody did not take it'),
+        });
+        expect(a.events.find(({ type }) => type === 'lost')).toMatchObject({ reason: 'handed-off', term: from.term });
+        await eventually('a new leader', () =>
+          [...a.events, ...b.events].some((event) => event.type === 'elected' && event.term > from.term),
+        );
+      });
+
+      it('hands over to anybody without `to`: the leader releases and sits out, another standing candidate takes the slot', async () => {
+        const a = candidate('a');
+        await firstElected(a.events);
+        candidate('b');
+        await hearing();
+        const result = await handOff(store);
+        expect(result.to.holder).toBe('b');
+        expect(a.events.at(-1)).toMatchObject({ type: 'lost', reason: 'handed-off' });
+      });
+
+      it('changes nothing when the named holder leads already, and says NO_LEADER when nobody leads', async () => {
+        await expect(handOff(store)).rejects.toMatchObject({ code: 'NO_LEADER' });
+        const a = candidate('a');
+        const from = await firstElected(a.events);
+        const lease = { slot: 0, holder: 'a', term: from.term };
+        await expect(handOff(store, { to: 'a' })).resolves.toEqual({ from: lease, to: lease });
+        await until(150);
+        expect(a.types()).not.toContain('lost');
+      });
+
+      it('says HANDOFF_UNANSWERED when the leader cannot hear requests (a store without the capability: an older version)', async () => {
+        const a = candidate('a', fiveOperations(store));
+        const from = await firstElected(a.events);
+        await expect(handOff(store, { to: 'b', within: 300 })).rejects.toMatchObject({
+          code: 'HANDOFF_UNANSWERED',
+          message: expect.stringContaining(`(term ${from.term}), did not hand over within 300 ms`),
+        });
+        expect(a.types()).not.toContain('lost');
+      });
     });
 
     function firstElected(events: LeadershipEvent[]): Promise<Lease> {

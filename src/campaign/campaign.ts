@@ -7,7 +7,8 @@ import { SchedulerLike, Subscription } from 'rxjs';
 import { LeadershipError } from '../core/leadership-error';
 import { Lease, LeadershipEvent, LostReason } from '../core/leadership-event';
 import { readClocks } from '../core/monotonic-scheduler';
-import { ClockReading, LeaseRecord, LeaseStore, StoreCapabilities } from '../store/lease-store';
+import type { Eventually } from '../core/eventually';
+import { ClockReading, HandoffWord, LeaseRecord, LeaseStore, StoreCapabilities } from '../store/lease-store';
 import type { CampaignContext, CampaignTiming } from './campaign-context';
 import { following, Following, Leading, Phase, standsBy } from './campaign-phase';
 import { FollowerSteps } from './follower-steps';
@@ -50,6 +51,7 @@ export interface CampaignObserver {
 export class Campaign implements CampaignContext {
   phase: Phase = following();
   private timer: Subscription | undefined;
+  private stopHearingHandoffs: (() => void) | undefined;
   /** The one store operation in flight, and what waits for it. */
   readonly flights = new OneInFlight((error) => {
     // Unexpected: it ends the stream (whose teardown releases), never as an unhandled rejection.
@@ -73,6 +75,7 @@ export class Campaign implements CampaignContext {
 
   /** Tries to acquire at once, then goes on by itself until stopped. */
   start(): void {
+    this.stopHearingHandoffs = this.powers.handoffs?.watchHandoffs(this.onHandoffWord);
     this.follower.attempt();
   }
 
@@ -85,6 +88,7 @@ export class Campaign implements CampaignContext {
     if (phase.name === 'stopped') return;
     this.phase = { name: 'stopped', left: phase };
     this.clearTimer();
+    this.stopHearingHandoffs?.();
     this.flights.whenSettled(this.withdraw);
   }
 
@@ -109,17 +113,55 @@ export class Campaign implements CampaignContext {
    */
   stepDown(): void {
     const leading = this.phase;
-    if (leading.name !== 'leading' || leading.quietUntil !== undefined) return; // not elected yet
+    if (leading.name !== 'leading') return;
+    this.stepAside(leading, 'stepped-down', (lease) => this.store.release(lease));
+  }
+
+  /**
+   * A leader asked (in its tenure `lease`) to hand over to `to`: as a step-down (`lost`,
+   * `handed-off`), but the slot goes to `to` for a window of `retryEvery`, in which `to`
+   * (told at once) takes it and nobody else may; after it, anybody may.
+   * Without `to`, or with a store that cannot, the lease is released for anybody. A request
+   * for another tenure, to itself, or before it was elected, changes nothing.
+   */
+  private handOff(lease: Lease, to: string | undefined): void {
+    const leading = this.phase;
+    if (leading.name !== 'leading' || leading.term !== lease.term || lease.holder !== this.holder || to === this.holder) return;
+    const handoffs = this.powers.handoffs;
+    this.stepAside(leading, 'handed-off', (own) =>
+      to === undefined || handoffs === undefined
+        ? this.store.release(own)
+        : handoffs.handOver(own, to, this.reading(), this.timing.retryEvery),
+    );
+  }
+
+  /**
+   * Ends the tenure on purpose: the belief first (`lost` with `reason`), everywhere it was told,
+   * then the lease (`end`), whether or not the subscriber stopped on `lost`; then it sits out.
+   * A tenure still waiting out its lock-delay was never announced: it stays.
+   */
+  private stepAside(leading: Leading, reason: LostReason, end: (lease: Lease) => Eventually<boolean>): void {
+    if (leading.quietUntil !== undefined) return;
     this.timer?.unsubscribe(); // its renewal, or its expiry
     const lease = this.lease(leading.term);
     const sittingOut = following({ name: 'sitting-out', until: this.now() + (this.timing.sitOut ?? this.timing.expiresAfter) });
     this.phase = sittingOut;
     this.lockRetry.clear();
-    this.emit({ type: 'lost', ...lease, reason: 'stepped-down' });
-    // Released whether or not the subscriber stopped on `lost` (its withdrawal then has
-    // no tenure to release): the belief is over everywhere it was told.
-    this.release(lease, () => this.follower.sitOut(sittingOut));
+    this.emit({ type: 'lost', ...lease, reason });
+    this.endLease(lease, end, () => this.follower.sitOut(sittingOut));
   }
+
+  /** Word about a handoff: a request to this leader, or the slot handed to this follower. */
+  private readonly onHandoffWord = (word: HandoffWord): void => {
+    // Heard inside whatever operation told it (a request made in this process): acted on after it.
+    this.scheduler.schedule(() => {
+      const { phase } = this;
+      if (word.kind === 'asked' && word.lease.slot === this.slot) this.handOff(word.lease, word.to);
+      else if (word.kind === 'handed' && word.slot === this.slot && word.to === this.holder && phase.name === 'following') {
+        this.follower.onHanded(phase);
+      }
+    });
+  };
 
   /**
    * The acquisition won: the follower's watches end (winning gave its standby place up), and
@@ -176,19 +218,25 @@ export class Campaign implements CampaignContext {
   };
 
   /**
-   * Frees the slot (at the end, or on stepping down), trying again while the lock is taken, for up to `retryEvery`, then `then`:
-   * a slot left held waits for its lease to expire (on a host whose followers can tell that
-   * this tenure is over, they take it anyway). Other errors are told to nobody (stores that
-   * answer later keep them for whoever awaits them); the lease expires by itself.
+   * Frees the slot (at the end, or on stepping down), trying again while the lock is taken,
+   * for up to `retryEvery`, then `then`: a slot left held waits for its lease to expire (on a
+   * host whose followers can tell that this tenure is over, they take it anyway). Other
+   * errors are told to nobody (stores that answer later keep them for whoever awaits them);
+   * the lease expires by itself.
    */
   private release(lease: Lease, then: () => void = nothing): void {
+    this.endLease(lease, (own) => this.store.release(own), then);
+  }
+
+  /** Ends `lease` in the store by `end` (a release, a handover), as `release` says. */
+  private endLease(lease: Lease, end: (lease: Lease) => Eventually<boolean>, then: () => void): void {
     this.flights.run(
-      () => this.store.release(lease),
+      () => end(lease),
       then,
       (error) => {
         const step = this.lockRetry.stepAfter(error, this.now(), this.timing.retryEvery);
         if (step === undefined) return then();
-        this.timer = this.scheduler.schedule(() => this.flights.whenSettled(() => this.release(lease, then)), step);
+        this.timer = this.scheduler.schedule(() => this.flights.whenSettled(() => this.endLease(lease, end, then)), step);
       },
     );
   }

@@ -61,6 +61,18 @@ export class FollowerSteps {
   }
 
   /**
+   * The slot was handed to this candidate (see `HandoffWord`): it tries at once, sitting out
+   * or not; the slot is its own row for a short window, which nobody else may take.
+   */
+  onHanded(follower: Following): void {
+    const { activity } = follower;
+    if (this.campaign.phase !== follower) return;
+    if (activity.name === 'acquiring') return void (activity.changedMeanwhile = true);
+    follower.activity = { name: 'due' };
+    this.campaign.wake(this.attempt, 0);
+  }
+
+  /**
    * After stepping down: no attempt until the sit-out ends, or until another candidate is
    * seen to lead (then the follower follows as before: its next attempt finds that leader).
    * It looks every `retryEvery` meanwhile; a look that fails is as if nothing was seen.

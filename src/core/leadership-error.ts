@@ -26,6 +26,13 @@
  *   process killed while it commits can leave the file damaged. Terminal.
  * - `HOLDER_IN_USE`: another live subscription of this process already campaigns
  *   with the same database, slot and holder. Terminal.
+ * - `NO_LEADER`: {@link handOff} found nobody leading the slot: there is nothing to hand off.
+ * - `HANDOFF_UNANSWERED`: {@link handOff}'s request was not acted on in time: the leader
+ *   cannot hear requests (the original worker, an older version, notifications that do
+ *   not reach it), or it is stalled.
+ * - `HANDOFF_NOT_TAKEN`: the leader handed over, but the named successor did not take the
+ *   slot in its window (it is not a candidate of that slot, or not alive): another
+ *   candidate leads now, or will once the window ends.
  */
 export type LeadershipErrorCode =
   | 'LEASE_LOST'
@@ -39,7 +46,10 @@ export type LeadershipErrorCode =
   | 'SCHEMA_MISMATCH'
   | 'EXCLUSIVE_LOCKING'
   | 'UNSAFE_JOURNAL'
-  | 'HOLDER_IN_USE';
+  | 'HOLDER_IN_USE'
+  | 'NO_LEADER'
+  | 'HANDOFF_UNANSWERED'
+  | 'HANDOFF_NOT_TAKEN';
 
 const transientCodes: ReadonlySet<LeadershipErrorCode> = new Set(['DATABASE_BUSY', 'DATABASE_ERROR']);
 

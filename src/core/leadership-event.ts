@@ -34,10 +34,11 @@ export interface RenewedEvent extends Lease {
  * Why a tenure ended: `superseded` when the row is no longer this tenure's (another
  * candidate took it, or it was deleted); `expired` when the lease ran out before a
  * renewal could be written; `stepped-down` when the `stepDown` notifier asked it to (the
- * lease is released right after, and the candidate sits out). Other strings may come in
- * later versions.
+ * lease is released right after, and the candidate sits out); `handed-off` when it was
+ * asked to hand its tenure over (`handOff`): the slot goes to the named successor, or is
+ * released, and the candidate sits out. Other strings may come in later versions.
  */
-export type LostReason = 'superseded' | 'expired' | 'stepped-down' | (string & {});
+export type LostReason = 'superseded' | 'expired' | 'stepped-down' | 'handed-off' | (string & {});
 
 /** The tenure ended. The candidate goes on campaigning. */
 export interface LostEvent extends Lease {

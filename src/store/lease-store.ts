@@ -225,6 +225,37 @@ export interface StoreCapabilities {
   readonly tenureProof?: TenureProof;
   /** Work in one transaction with the check that a lease still holds (see `fenced`). */
   readonly fencing?: Fencing<unknown>;
+  /** Word of handoffs: a leader asked to hand its tenure over, and a tenure handed to a named successor. Without it, nobody can be asked. */
+  readonly handoffs?: Handoffs;
+}
+
+/**
+ * Word about a handoff, heard by every candidate of every process that shares the store:
+ * `asked`, the leader of `lease` is asked to hand its tenure to `to` (to anybody, without
+ * it); `handed`, the tenure of `slot` was handed to `to`, which may take it at once: the
+ * slot holds a window for `to` of term `term`, and `to`'s own tenure follows with a greater one.
+ */
+export type HandoffWord =
+  | { readonly kind: 'asked'; readonly lease: Lease; readonly to?: string }
+  | { readonly kind: 'handed'; readonly slot: number; readonly to: string; readonly term: number };
+
+/**
+ * The `handoffs` capability: how a leader is asked to hand its tenure over, and how it
+ * does. A request is only word, never a write of the lease table: it needs no right to
+ * write, and only the leader it names, in that very tenure, acts on it.
+ */
+export interface Handoffs {
+  /** Tells the leader of `lease` (every candidate hears it) to hand over to `to`, or to anybody. Best effort. */
+  ask(lease: Lease, to: string | undefined): Eventually<void>;
+  /**
+   * Ends `lease` by writing the slot to `to` for `window` ms (a lease that `to` may take at
+   * once, as its own row, and nobody else before it ends), then tells `to`. Only from the
+   * leader, once it no longer believes it leads. Returns `false` when the slot no longer
+   * holds `lease`.
+   */
+  handOver(lease: Lease, to: string, now: ClockReading, window: number): Eventually<boolean>;
+  /** Calls `listener` with every word about handoffs of any slot. Returns the way to stop. */
+  watchHandoffs(listener: (word: HandoffWord) => void): () => void;
 }
 
 /** The `changes` capability: word that a slot may have changed hands. */

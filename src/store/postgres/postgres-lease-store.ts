@@ -10,6 +10,8 @@ import {
   Fencing,
   FencingCapabilities,
   FencingStore,
+  HandoffWord,
+  Handoffs,
   LeaseChange,
   LeaseTable,
   LeaseView,
@@ -26,6 +28,7 @@ import { StoreSession } from './postgres-session';
 import { StandbyLocks } from './postgres-standby';
 import { idleBound, keepsOff, replacedOf, Row, statementsFor, toRecord, toView } from './postgres-statements';
 import { inTransaction } from './postgres-transaction';
+import { handoffWordOf } from '../handoff-word';
 
 export type { PostgresLeaseStoreConfig };
 
@@ -88,12 +91,14 @@ export function postgresLeaseStore(pool: Pool, config: PostgresLeaseStoreConfig 
 }
 
 /** See {@link postgresLeaseStore}. */
-export class PostgresLeaseStore implements FencingStore<PoolClient>, LeaseTable, ChangeSignals, StandbyPlaces, Fencing<PoolClient> {
+export class PostgresLeaseStore
+  implements FencingStore<PoolClient>, LeaseTable, ChangeSignals, StandbyPlaces, Fencing<PoolClient>, Handoffs
+{
   readonly clock = 'server';
   /** `schema.table`, as messages name it. */
   readonly tableName: string;
-  /** Notifications, standby places as advisory locks, and fencing under the row's lock; no proof of a tenure's end across hosts. */
-  readonly capabilities: FencingCapabilities<PoolClient> = { changes: this, standby: this, fencing: this };
+  /** Notifications, standby places as advisory locks, fencing under the row's lock, handoffs by notification; no proof of a tenure's end across hosts. */
+  readonly capabilities: FencingCapabilities<PoolClient> = { changes: this, standby: this, fencing: this, handoffs: this };
   /** The statements as the table's shape allows (see `statementsFor`): with `lease_ms` until the schema says otherwise. */
   private statements: ReturnType<typeof statementsFor>;
   /** Whether the table has `lease_ms`, as last seen. */
@@ -101,7 +106,15 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, LeaseTable,
   /** The table and its term sequence, quoted. */
   private readonly qualified: { readonly table: string; readonly termSequence: string };
   /** What is announced on the channel: an election or a release of this table, and no other that shares the server. */
-  private readonly payloads: { readonly elected: string; readonly released: string; readonly renewed: string };
+  private readonly payloads: {
+    readonly elected: string;
+    readonly released: string;
+    readonly renewed: string;
+    /** The start of a word about a handoff (see `HandoffWord`), followed by its JSON. */
+    readonly handoff: string;
+  };
+  /** Who hears of handoffs: every candidate of this store, leaders and followers alike. */
+  private readonly handoffListeners = new Set<(word: HandoffWord) => void>();
   /** The schema being made, or made; unset again if making it failed. */
   private schemaReady: Promise<void> | undefined;
   /** The check that this role may campaign, once one was made and passed (see `checkMayCampaign`). */
@@ -128,9 +141,14 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, LeaseTable,
     this.tableName = `${names.schema}.${names.table}`;
     this.statements = statementsFor(this.qualified, { leaseLength: true });
     const { table } = this.qualified;
-    this.payloads = { elected: `elected ${table}`, released: `released ${table}`, renewed: `renewed ${table}` };
+    this.payloads = {
+      elected: `elected ${table}`,
+      released: `released ${table}`,
+      renewed: `renewed ${table}`,
+      handoff: `handoff ${table} `,
+    };
     this.session = new StoreSession(pool, queryTimeout, table, {
-      wanted: () => this.listeners.any || this.standby.wanted,
+      wanted: () => this.listeners.any || this.handoffListeners.size > 0 || this.standby.wanted,
       notified: (payload) => this.onNotification(payload),
       ended: () => this.standby.forget(),
       hearing: () => this.listeners.notify('anywhere', 'unheard'),
@@ -215,6 +233,35 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, LeaseTable,
   leaveStandby(slot: number, holder: string): Promise<void> {
     const unlock = this.standby.leave(slot, holder);
     return unlock === undefined ? Promise.resolve() : this.operation(unlock);
+  }
+
+  /** Asks the leader of `lease` to hand over, by a notification: it needs no right on the table, only to connect. */
+  async ask(lease: Lease, to: string | undefined): Promise<void> {
+    const word: HandoffWord = to === undefined ? { kind: 'asked', lease } : { kind: 'asked', lease, to };
+    try {
+      await this.query(this.statements.tell, [`${this.payloads.handoff}${JSON.stringify(word)}`]);
+    } catch (error) {
+      throw toLeadershipError(error);
+    }
+  }
+
+  /** Writes the slot to `to` for `window` ms if it still holds `lease`, and tells everyone (see the statement). */
+  handOver({ slot, holder, term }: Lease, to: string, _now: ClockReading, window: number): Promise<boolean> {
+    return this.operation(async () => {
+      const handOver = () => this.query(this.statements.handOver, [slot, holder, term, to, window, this.payloads.handoff]);
+      if ((await handOver()).length === 1) return true;
+      return (await this.leaseLengthAdded()) && (await handOver()).length === 1;
+    });
+  }
+
+  /** Every word about handoffs, for as long as the session listens (see `StoreSession`). */
+  watchHandoffs(listener: (word: HandoffWord) => void): () => void {
+    const own = (word: HandoffWord) => listener(word);
+    this.handoffListeners.add(own);
+    this.session.start();
+    return () => {
+      if (this.handoffListeners.delete(own) && this.handoffListeners.size === 0) this.session.stopIfUnwanted();
+    };
   }
 
   /** Releases are reported to every listener; elections and renewals only to those that ask. */
@@ -312,7 +359,7 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, LeaseTable,
     const promise = (async () => {
       try {
         await this.ready();
-        if (this.listeners.any) this.session.start();
+        if (this.listeners.any || this.handoffListeners.size > 0) this.session.start();
         return await run();
       } catch (error) {
         throw toLeadershipError(error);
@@ -373,5 +420,9 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, LeaseTable,
     if (payload === this.payloads.released) this.listeners.notify('anywhere');
     else if (payload === this.payloads.elected) this.listeners.notify('anywhere', 'election');
     else if (payload === this.payloads.renewed) this.listeners.notify('anywhere', 'renewal');
+    else if (payload.startsWith(this.payloads.handoff)) {
+      const word = handoffWordOf(payload.slice(this.payloads.handoff.length));
+      if (word !== undefined) for (const listener of [...this.handoffListeners]) listener(word);
+    }
   }
 }

@@ -111,6 +111,14 @@ function writeStatements(names: Names, shape: LeaseTableShape) {
           FROM (SELECT expires_at FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease)
         RETURNING slot)
       SELECT pg_notify('${channel}', $5) FROM renewed`,
+    // Hands the tenure to `$4`: the row becomes its lease of `$5` ms, with a term of its own
+    // (the old leader's renewals and fenced work fail from here), which `$4` takes at once as
+    // its own row and everybody else only once it ends. Tells everyone (`$6`: the word's start).
+    handOver: `WITH handed AS (UPDATE ${table} SET holder = $4, term = nextval(${literal(names.termSequence)}),
+        expires_at = ${serverNow} + $5${shape.leaseLength ? ', lease_ms = $5' : ''}
+        WHERE slot = $1 AND holder = $2 AND term = $3${shape.leaseLength ? '' : ` AND ${noLengthYet(table)}`}
+        RETURNING slot, holder, term)
+      SELECT pg_notify('${channel}', $6 || json_build_object('kind', 'handed', 'slot', slot, 'to', holder, 'term', term)::text) FROM handed`,
     // Deletes the row, as the original worker does, and wakes the followers that listen.
     release: `WITH released AS (DELETE FROM ${table} WHERE slot = $1 AND holder = $2 AND term = $3 RETURNING slot)
       SELECT pg_notify('${channel}', $4) FROM released`,
@@ -130,6 +138,8 @@ export function statementsFor(names: Names, shape: LeaseTableShape) {
   return {
     ...writeStatements(names, shape),
     read: `SELECT holder, term, expires_at, ${readLength}, ${serverNow} AS now FROM ${table} AS lease WHERE slot = $1`,
+    // Word to every candidate that listens: a request for a handoff. Needs no right on the table.
+    tell: `SELECT pg_notify('${channel}', $1)`,
     hasTable: `SELECT to_regclass(${literal(table)}) IS NOT NULL AS found`,
     // The lock comes first, the clock after it: the outer select runs once the row is locked.
     lockForFencing: `SELECT lease.holder, lease.term, lease.expires_at, ${readLength}, ${serverNow} AS now

@@ -1,4 +1,4 @@
-import { closeSync, constants, fchmodSync, fchownSync, FSWatcher, openSync, watch, writeSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, fchownSync, FSWatcher, ftruncateSync, openSync, readFileSync, watch, writeSync } from 'node:fs';
 
 import { accessOf, grant } from './sidecar-access';
 
@@ -23,8 +23,12 @@ const oneByte = Buffer.from('\n');
 export class SignalFile {
   readonly path: string;
 
-  constructor(private readonly database: string) {
-    this.path = `${database}-leadership`;
+  /** `suffix` names the file: `<database>-<suffix>` (the handoffs' words have a file of their own). */
+  constructor(
+    private readonly database: string,
+    suffix = 'leadership',
+  ) {
+    this.path = `${database}-${suffix}`;
   }
 
   /** Creates the file if it is missing. */
@@ -36,17 +40,32 @@ export class SignalFile {
     }
   }
 
-  /** Wakes every watcher, in this process and in others, creating the file if it is missing. */
-  signal(): void {
+  /**
+   * Wakes every watcher, in this process and in others, creating the file if it is missing;
+   * with `content`, the file then says it (see `read`). Written at the start, then cut to
+   * its length: a reader never sees it empty, at worst the end of an older word after it.
+   */
+  signal(content?: string): void {
+    const bytes = content === undefined ? oneByte : Buffer.from(content);
     try {
       const fd = this.open();
       try {
-        writeSync(fd, oneByte, 0, 1, 0);
+        writeSync(fd, bytes, 0, bytes.length, 0);
+        if (content !== undefined) ftruncateSync(fd, bytes.length);
       } finally {
         closeSync(fd);
       }
     } catch {
       // Not allowed to, or the folder is gone: followers find out at their timers.
+    }
+  }
+
+  /** What the file says now, or `undefined` if it cannot be read. */
+  read(): string | undefined {
+    try {
+      return readFileSync(this.path, 'utf8');
+    } catch {
+      return undefined;
     }
   }
 

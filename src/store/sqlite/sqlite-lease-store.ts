@@ -18,6 +18,8 @@ import {
   sameTenure,
   LeaseChange,
   ChangeSignals,
+  HandoffWord,
+  Handoffs,
   LeaseRecord,
   LeaseStore,
   LeaseTable,
@@ -28,6 +30,7 @@ import {
   TenureWatch,
 } from '../lease-store';
 import { ChangeListeners } from '../change-listeners';
+import { handoffWordOf } from '../handoff-word';
 import { toLeadershipError } from './sqlite-error';
 import { installSqliteSchema } from './sqlite-schema';
 import { readText, statementText } from './sqlite-statements';
@@ -87,6 +90,8 @@ interface Statements {
   >;
   renew: Transaction<(lease: Lease, now: ClockReading, expiresAfter: number) => boolean>;
   release: Statement<[Lease]>;
+  /** The window's term, or `undefined` when the slot no longer held the lease. */
+  handOver: Transaction<(lease: Lease, to: string, now: ClockReading, window: number) => number | undefined>;
   fenced: Transaction<(lease: Lease, now: () => ClockReading, work: () => unknown) => unknown>;
 }
 
@@ -137,13 +142,13 @@ export function sqliteLeaseStore(db: SqliteDatabaseLike): SqliteLeaseStore {
  * {@link sqliteLeaseStore}, which makes it). Nothing touches the database before the first
  * operation, which creates what is missing of the schema and prepares the statements.
  */
-export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, StandbyPlaces, TenureProof {
+export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, StandbyPlaces, TenureProof, Handoffs {
   /** Every candidate of a SQLite file shares the host's clock: what is stored is timed by theirs. */
   readonly clock = 'candidate';
   /** The original worker's table. */
   readonly tableName = 'worker_leadership';
-  /** Releases signalled through a file, standby places in a table, and tenures proven over by their endpoints. */
-  readonly capabilities: StoreCapabilities = { changes: this, standby: this, tenureProof: this };
+  /** Releases signalled through a file, standby places in a table, tenures proven over by their endpoints, handoffs by a file of words. */
+  readonly capabilities: StoreCapabilities = { changes: this, standby: this, tenureProof: this, handoffs: this };
   private statements: Statements | undefined;
   /** The read statement of the whole schema, prepared once it exists (see `reader`), which `statements` uses too. */
   private wholeRead: Statement<[Judged], LeaseRow> | undefined;
@@ -158,6 +163,11 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
   private readonly signalFile: SignalFile | undefined;
   /** How followers on this host learn at once that a leader's process is gone; none in memory. */
   private readonly endpoints: TenureEndpoints | undefined;
+  /** Where words about handoffs go to other processes (`<database>-leadership-handoff`); none in memory. */
+  private readonly handoffFile: SignalFile | undefined;
+  /** Who hears of handoffs on this connection: every candidate, leaders and followers alike. */
+  private readonly handoffListeners = new Set<(word: HandoffWord) => void>();
+  private handoffWatcher: FSWatcher | undefined;
 
   /** @internal Made by {@link sqliteLeaseStore}, one per connection. */
   constructor(private readonly db: Database) {
@@ -165,6 +175,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
     const file = db.memory ? undefined : canonicalPath(db.name);
     this.signalFile = file === undefined ? undefined : new SignalFile(file);
     this.endpoints = file === undefined ? undefined : new TenureEndpoints(file);
+    this.handoffFile = file === undefined ? undefined : new SignalFile(file, 'leadership-handoff');
   }
 
   /**
@@ -235,6 +246,64 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
       this.signalFile?.signal(); // everybody else
     }
     return released;
+  }
+
+  /**
+   * Asks the leader of `lease` to hand over: a word written to the handoffs' file, never to
+   * the database, so a read-only connection may ask too. Candidates of this connection hear
+   * it at once, the others through the file.
+   */
+  ask(lease: Lease, to: string | undefined): void {
+    this.connection.run(() => undefined); // a closed connection says so
+    this.tell(to === undefined ? { kind: 'asked', lease } : { kind: 'asked', lease, to });
+  }
+
+  /**
+   * Writes the slot to `to` for `window` ms if it still holds `lease` (a new term, and a
+   * deadline on the monotonic clock: a wall clock that steps neither stretches nor cuts the
+   * window), ends the endpoint of `lease`, and tells `to`. Followers that relied on the
+   * endpoint find no proof in its closing: the row's tenure is another now.
+   */
+  handOver(lease: Lease, to: string, now: ClockReading, window: number): boolean {
+    let term: number | undefined;
+    try {
+      term = this.guard((statements) => statements.handOver.immediate(lease, to, now, window));
+    } finally {
+      this.endpoints?.closeFor(lease);
+    }
+    if (term !== undefined) this.tell({ kind: 'handed', slot: lease.slot, to, term });
+    return term !== undefined;
+  }
+
+  /** Every word about handoffs, from this connection and, through the handoffs' file, from every other. */
+  watchHandoffs(listener: (word: HandoffWord) => void): () => void {
+    const own = (word: HandoffWord) => listener(word);
+    this.handoffListeners.add(own);
+    this.watchHandoffFile();
+    return () => {
+      if (!this.handoffListeners.delete(own) || this.handoffListeners.size > 0) return;
+      this.handoffWatcher?.close();
+      this.handoffWatcher = undefined;
+    };
+  }
+
+  private tell(word: HandoffWord): void {
+    for (const listener of [...this.handoffListeners]) listener(word);
+    this.handoffFile?.signal(JSON.stringify(word));
+  }
+
+  /** Watches the handoffs' file while anybody listens; tried again at each operation if that fails. */
+  private watchHandoffFile(): void {
+    const file = this.handoffFile;
+    if (this.handoffWatcher !== undefined || file === undefined || this.handoffListeners.size === 0 || !this.db.open) return;
+    file.create();
+    this.handoffWatcher = file.watch(
+      () => {
+        const word = handoffWordOf(file.read() ?? '');
+        if (word !== undefined) for (const listener of [...this.handoffListeners]) listener(word);
+      },
+      () => (this.handoffWatcher = undefined),
+    );
   }
 
   endTenure(lease: Lease): void {
@@ -345,6 +414,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
 
   private watchIfWanted(): void {
     if (this.listeners.any && this.watcher === undefined) this.startWatching();
+    if (this.handoffWatcher === undefined) this.watchHandoffFile();
   }
 
   /**
@@ -403,6 +473,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
     const writeDeadline = db.prepare<[DeadlineParameters]>(statementText.writeDeadline);
     const standbyLeave = db.prepare<[{ slot: number; holder: string }]>(statementText.standbyLeave);
     const mayWrite = db.prepare(statementText.mayWrite);
+    const handOver = db.prepare<[Lease & { to: string; expiresAt: number }]>(statementText.handOver);
     this.statements = {
       read,
       standbyRead: db.prepare(statementText.standbyRead),
@@ -432,6 +503,13 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
         return true;
       }),
       release: db.prepare(statementText.release),
+      // The row and its deadline together, as at a take: the window is timed on the monotonic clock.
+      handOver: db.transaction((lease: Lease, to: string, now: ClockReading, window: number) => {
+        if (handOver.run({ ...lease, to, expiresAt: now.wall + window }).changes !== 1) return undefined;
+        const { term } = read.get({ slot: lease.slot, ...now }) as LeaseRow;
+        writeDeadline.run({ slot: lease.slot, holder: to, term, clock: now.clock, deadline: deadlineOf(now, window) });
+        return term;
+      }),
       // The check and the work share one IMMEDIATE transaction: a takeover needs the write
       // lock, so it cannot fall between them, however long this process pauses. The time is
       // read once the lock is held, not before: waiting for the lock may outlast the lease.

@@ -69,6 +69,8 @@ export const statementText = {
     VALUES (@slot, @holder, @term, @clock, @deadline)
     ON CONFLICT (slot) DO UPDATE SET holder = excluded.holder, term = excluded.term, clock = excluded.clock, expires_at = excluded.expires_at`,
   release: `DELETE FROM worker_leadership WHERE ${ownTenure}`,
+  // The tenure handed to @to: a new holder, which the take-over trigger gives a term of its own.
+  handOver: `UPDATE worker_leadership SET holder = @to, expires_at = @expiresAt WHERE ${ownTenure}`,
   standbyRead: `SELECT place, holder, expires_at AS expiresAt FROM worker_leadership_standby WHERE slot = ?`,
   standbyClaim: `INSERT INTO worker_leadership_standby (slot, place, holder, expires_at)
     VALUES (@slot, @place, @holder, @expiresAt)
