@@ -1,3 +1,4 @@
+import { handOff } from '../src';
 import { overlappingBeliefs } from '../test-kit/history';
 import { eventually } from '../test-kit/eventually';
 import { pauseOutsideWriteLock, workerGroup } from './support/worker-group';
@@ -58,6 +59,28 @@ describe.each(['wal', 'delete'] as const)('observeLeadership across processes, j
       expect(first.alive).toBe(true);
       expect(first.records.filter((r) => r.type === 'elected')).toHaveLength(1);
       expect(overlappingBeliefs(history())).toEqual([]);
+    }));
+
+  it('hands off to the named standing candidate, asked from another process on a read-only connection: it alone takes over, at once', () =>
+    explain(async () => {
+      // Timers this long leave only the words about the handoff to move the slot in time.
+      const timing = { renewEvery: 20_000, expiresAfter: 60_000, retryEvery: 30_000 };
+      const candidates = [start('candidate', timing), start('candidate', timing), start('candidate', timing)];
+      const first = await leaderAmong(candidates);
+      await eventually('every candidate campaigning', () => candidates.every((w) => w.holder !== undefined));
+      for (const successor of candidates.filter((w) => w !== first)) {
+        const leader = candidates.find((w) => w.leads)!;
+        const db = processes.database.open({ readonly: true });
+        const { from, to } = await handOff(db, { to: successor.holder });
+        db.close();
+        const elected = await eventually('the successor elected', () => successor.last('elected'));
+        const lost = leader.last('lost')!;
+        expect(lost).toMatchObject({ reason: 'handed-off', term: from.term });
+        expect(to).toEqual({ slot: 0, holder: successor.holder, term: elected.term });
+        expect(elected.at - lost.at).toBeLessThan(timing.retryEvery);
+      }
+      expect(overlappingBeliefs(history())).toEqual([]);
+      expect(candidates.every((w) => w.alive)).toBe(true);
     }));
 
   it('never leads at the same time as processes running the original worker’s statements', () =>

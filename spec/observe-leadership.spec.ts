@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { interval, map, take } from 'rxjs';
-import { LeadershipEvent, observeLeadership, whileLeader } from '../src';
+import { LeadershipEvent, observeLeadership, sqliteLeaseStore, whileLeader } from '../src';
 import { originalStatements, originalTable } from '../test-kit/original-statements';
 import { pausableClock, virtualTime } from './support/virtual-time';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
@@ -173,6 +173,66 @@ describe('observeLeadership', () => {
         expectObservable(a).toBe('a 4ms (b|)', { a: elected('a', 1, 30), b: lost('a', 1, 'stepped-down') });
       });
       expect(rows()).toEqual([]);
+    });
+  });
+
+  describe('handing off to a chosen successor', () => {
+    const ask = (term: number, to?: string) => sqliteLeaseStore(db).ask({ slot: 0, holder: 'a', term }, to);
+
+    it('says lost (handed-off) at the request, and the named follower takes the slot at once with a greater term, before the others', () => {
+      const scheduler = virtualTime();
+      scheduler.run(({ expectObservable }) => {
+        const a = observeLeadership(db, { ...timing, holder: 'a', scheduler });
+        const b = observeLeadership(db, { ...timing, holder: 'b', scheduler });
+        const c = observeLeadership(db, { ...timing, holder: 'c', scheduler });
+        scheduler.schedule(() => ask(1, 'c'), 15);
+        // The window (term 2) is c's alone; c's own tenure is term 3. a sits out, then follows c.
+        expectObservable(a, '^ 40ms !').toBe('a 9ms b 4ms c', {
+          a: elected('a', 1, 30),
+          b: renewed('a', 1, 40),
+          c: lost('a', 1, 'handed-off'),
+        });
+        expectObservable(b, '^ 40ms !').toBe('');
+        expectObservable(c, '^ 40ms !').toBe('15ms a 9ms b 9ms c', {
+          a: elected('c', 3, 45),
+          b: renewed('c', 3, 55),
+          c: renewed('c', 3, 65),
+        });
+      });
+    });
+
+    it('ignores a request for another tenure, or to itself', () => {
+      const scheduler = virtualTime();
+      scheduler.run(({ expectObservable }) => {
+        const a = observeLeadership(db, { ...timing, holder: 'a', scheduler });
+        const b = observeLeadership(db, { ...timing, holder: 'b', scheduler });
+        scheduler.schedule(() => ask(7, 'b'), 5);
+        scheduler.schedule(() => ask(1, 'a'), 6);
+        expectObservable(a, '^ 20ms !').toBe('a 9ms b 9ms c', { a: elected('a', 1, 30), b: renewed('a', 1, 40), c: renewed('a', 1, 50) });
+        expectObservable(b, '^ 20ms !').toBe('');
+      });
+    });
+
+    it('lets anybody take the slot when the named holder does not take it within retryEvery', () => {
+      const scheduler = virtualTime();
+      scheduler.run(({ expectObservable }) => {
+        const a = observeLeadership(db, { ...timing, holder: 'a', scheduler });
+        const b = observeLeadership(db, { ...timing, holder: 'b', scheduler });
+        scheduler.schedule(() => ask(1, 'gone'), 5);
+        expectObservable(a, '^ 20ms !').toBe('a 4ms b', { a: elected('a', 1, 30), b: lost('a', 1, 'handed-off') });
+        expectObservable(b, '^ 20ms !').toBe('10ms a 9ms b', { a: elected('b', 3, 40), b: renewed('b', 3, 50) });
+      });
+    });
+
+    it('releases for anybody without a name', () => {
+      const scheduler = virtualTime();
+      scheduler.run(({ expectObservable }) => {
+        const a = observeLeadership(db, { ...timing, holder: 'a', scheduler });
+        const b = observeLeadership(db, { ...timing, holder: 'b', scheduler });
+        scheduler.schedule(() => ask(1), 5);
+        expectObservable(a, '^ 20ms !').toBe('a 4ms b', { a: elected('a', 1, 30), b: lost('a', 1, 'handed-off') });
+        expectObservable(b, '^ 20ms !').toBe('5ms a 9ms b', { a: elected('b', 2, 35), b: renewed('b', 2, 45) });
+      });
     });
   });
 

@@ -2,9 +2,7 @@ import type { Subscription } from 'rxjs';
 import { expectConfig, expectInteger, expectString, MAX_DELAY } from '../core/argument-check';
 import { LeadershipError } from '../core/leadership-error';
 import type { Lease } from '../core/leadership-event';
-import { readClocks } from '../core/monotonic-scheduler';
 import { storeOrDatabase } from '../store/given-database';
-import { stands } from '../store/lease-check';
 import type { Handoffs, LeaseReader, StoreCapabilities } from '../store/lease-store';
 import type { SqliteDatabaseLike } from '../store/sqlite/sqlite-database-like';
 import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
@@ -80,20 +78,10 @@ export function handOff(db: SqliteDatabaseLike | LeaseReader, options: HandOffOp
   return request(store, handoffs, slot, to, within);
 }
 
-async function request(
-  store: LeaseReader,
-  handoffs: Handoffs,
-  slot: number,
-  to: string | undefined,
-  within: number,
-): Promise<HandOffResult> {
-  const view = await store.look(slot, readClocks());
-  if (view === undefined || !stands(view.expiresIn)) {
-    throw new LeadershipError('NO_LEADER', `Nobody leads slot ${slot}: there is nothing to hand off`);
-  }
-  const from: Lease = { slot, holder: view.lease.holder, term: view.lease.term };
-  if (to === from.holder) return { from, to: from };
+function request(store: LeaseReader, handoffs: Handoffs, slot: number, to: string | undefined, within: number): Promise<HandOffResult> {
   return new Promise<HandOffResult>((resolve, reject) => {
+    /** The leader's tenure, as the watch first saw it (its reads wait out a lock taken, as observers' do). */
+    let from: Lease | undefined;
     /** The term of the window written for `to`, once the leader said so: `to`'s own tenure comes after it. */
     let window: number | undefined;
     let last: LeaderState | undefined;
@@ -109,32 +97,43 @@ async function request(
       clearTimeout(timer);
       outcome();
     };
+    const ask = (leader: LeaderState) => {
+      if (leader.holder === null || leader.term === null) {
+        return settle(() => reject(new LeadershipError('NO_LEADER', `Nobody leads slot ${slot}: there is nothing to hand off`)));
+      }
+      const asked = { slot, holder: leader.holder, term: leader.term };
+      from = asked;
+      if (to === asked.holder) return settle(() => resolve({ from: asked, to: asked }));
+      Promise.resolve()
+        .then(() => handoffs.ask(asked, to))
+        .catch((error: unknown) => settle(() => reject(error)));
+    };
     const judge = (timedOut: boolean) => {
+      if (from === undefined) return timedOut ? settle(() => reject(unanswered(slot, undefined, within, false))) : undefined;
+      const asked = from;
       const leads =
-        last?.holder != null && last.term !== null && last.term > from.term ? { slot, holder: last.holder, term: last.term } : undefined;
+        last?.holder != null && last.term !== null && last.term > asked.term ? { slot, holder: last.holder, term: last.term } : undefined;
       // The window itself shows `to` as the holder: only a greater term is its own tenure.
       const own = leads !== undefined && leads.holder === to && (window === undefined ? timedOut : leads.term > window);
-      if (leads !== undefined && (to === undefined || own)) return settle(() => resolve({ from, to: leads }));
-      if (leads !== undefined && leads.holder !== to) return settle(() => reject(notTaken(from, to as string, leads)));
-      if (timedOut) settle(() => reject(unanswered(from, within, window !== undefined)));
+      if (leads !== undefined && (to === undefined || own)) return settle(() => resolve({ from: asked, to: leads }));
+      if (leads !== undefined && leads.holder !== to) return settle(() => reject(notTaken(asked, to as string, leads)));
+      if (timedOut) settle(() => reject(unanswered(slot, asked, within, window !== undefined)));
     };
     stopWords = handoffs.watchHandoffs((word) => {
       if (word.kind !== 'handed' || word.slot !== slot || word.to !== to) return;
       window = word.term;
       judge(false);
     });
+    timer = setTimeout(() => judge(true), within);
     subscription = observeLeader(store, { slot, pollEvery: 100 }).subscribe({
       next: (state) => {
         last = state;
-        judge(false);
+        if (from === undefined) ask(state);
+        else judge(false);
       },
       error: (error: unknown) => settle(() => reject(error)),
     });
     if (settled) subscription.unsubscribe();
-    timer = setTimeout(() => judge(true), within);
-    Promise.resolve()
-      .then(() => handoffs.ask(from, to))
-      .catch((error: unknown) => settle(() => reject(error)));
   });
 }
 
@@ -146,7 +145,8 @@ function notTaken(from: Lease, to: string, leads: Lease): LeadershipError {
   );
 }
 
-function unanswered(from: Lease, within: number, handed: boolean): LeadershipError {
+function unanswered(slot: number, from: Lease | undefined, within: number, handed: boolean): LeadershipError {
+  if (from === undefined) return new LeadershipError('HANDOFF_UNANSWERED', `Slot ${slot} could not be read within ${within} ms`);
   return new LeadershipError(
     'HANDOFF_UNANSWERED',
     handed
