@@ -2,7 +2,9 @@
 //   npm run example -- /tmp/leader.db
 // One is elected and renews; the other stands by, and says who leads (observeLeader: a
 // candidate that follows emits no event of its own until it is elected). Stop the leader
-// with Ctrl-C and the other takes over at once.
+// with Ctrl-C and the other takes over at once; or move the leadership to the other one,
+// named as it printed it, and both go on:
+//   npx observe-leadership handoff /tmp/leader.db --to print-events-<its pid>
 // @ts-check: typed through JSDoc, checked by `tsc --checkJs` (spec/package.spec.ts)
 'use strict';
 const { openSqlite } = require('./support/open-sqlite');
@@ -38,9 +40,12 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
   });
 }
 
-console.log(`${time(Date.now())}  campaigning on ${file} (pid ${process.pid}); Ctrl-C to stop`);
+// A holder that says who it is, where the default is a new ULID per subscription: what a
+// handoff names. Unique among the candidates of the file: one per process of this host.
+const holder = `print-events-${process.pid}`;
+console.log(`${time(Date.now())}  campaigning on ${file} as ${holder}; Ctrl-C to stop`);
 let leading = false;
-const subscription = observeLeadership(db, { renewEvery: 1_000, expiresAfter: 3_000 }).subscribe({
+const subscription = observeLeadership(db, { holder, renewEvery: 1_000, expiresAfter: 3_000 }).subscribe({
   next: (event) => {
     if (event.type !== 'error') leading = event.type !== 'lost';
     console.log(`${time(Date.now())}  ${describe(event)}`);

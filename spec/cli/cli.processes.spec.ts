@@ -116,6 +116,20 @@ describe('the observe-leadership command', () => {
       expect(await cli('frobnicate')).toEqual({ code: 2, output: expect.stringContaining('unknown command frobnicate') });
     });
 
+    it('says why a handoff cannot be made: nobody leads (exit 1), no table (4), bad arguments (2)', async () => {
+      expect(await cli('handoff', file.file)).toEqual({ code: 4, output: expect.stringContaining('no worker_leadership table') });
+      file.open().exec('CREATE TABLE worker_leadership (slot INTEGER PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL)');
+      expect(await cli('handoff', file.file)).toEqual({ code: 1, output: expect.stringContaining('NO_LEADER: Nobody leads slot 0') });
+      expect(await cli('handoff', file.file, '--to')).toEqual({
+        code: 2,
+        output: expect.stringContaining("Option '--to <value>' argument missing"),
+      });
+      expect(await cli('handoff', file.file, '--within', '0')).toEqual({
+        code: 2,
+        output: expect.stringContaining('--within must be a whole number'),
+      });
+    });
+
     it('tells who leads a database that a worker is using, as text and as JSON', async () => {
       const worker = observeLeadership(file.open(), { holder: 'worker-1' }).subscribe();
       try {
@@ -262,6 +276,35 @@ describe('the observe-leadership command', () => {
       expect(isRunning(command)).toBe(false);
     });
 
+    it('hands the command over to the runner named by handoff: the leader stops its command and campaigns on, the named one starts its own', async () => {
+      const first = start('run', file.file, '--holder', 'runner-one', ...timing, '--', ...command('one'));
+      await eventually('the first command running', () => first.output.includes('one runs for term 1'));
+      const second = start('run', file.file, '--holder', 'runner-two', ...timing, '--', ...command('two'));
+      await eventually(
+        'the second campaigning',
+        () => second.output.includes('campaigning for slot 0 of') && second.output.includes('as runner-two'),
+      );
+      const handoff = await cli('handoff', file.file, '--to', 'runner-two');
+      expect(handoff).toEqual({
+        code: 0,
+        output: expect.stringMatching(/^slot 0: runner-one \(term 1\) handed over to runner-two \(term 3\) in \d+ ms\n$/),
+      });
+      await eventually('the second command running', () => second.output.includes('two runs for term 3'));
+      expect(first.output).toContain('lost the lease (handed-off), term 1');
+      await eventually('the first command stopped', () => first.output.includes('one stops'));
+      expect(first.process.exitCode).toBeNull(); // still campaigning
+      expect(await cli('handoff', file.file, '--to', 'runner-two')).toEqual({
+        code: 0,
+        output: 'slot 0: runner-two leads already (term 3); nothing to hand off\n',
+      });
+      expect(await cli('handoff', file.file, '--to', 'nobody', '--within', '5000')).toEqual({
+        code: 1,
+        output: expect.stringContaining(
+          'HANDOFF_NOT_TAKEN: runner-two (term 3) handed slot 0 over, but nobody did not take it in its window',
+        ),
+      });
+    });
+
     it('releases and exits with the code of a command that ends by itself', async () => {
       expect(await cli('run', file.file, '--', 'bash', '-c', 'exit 7')).toEqual({
         code: 7,
@@ -330,6 +373,26 @@ describe('the observe-leadership command', () => {
       await watcher.shows(/nobody leads \(worker-1 released/);
       watcher.process.kill('SIGINT');
       expect(await watcher.exited).toBe(0);
+    });
+
+    it('hands the leadership to the runner named by handoff', async () => {
+      const timing = ['--renew-every', '200', '--expires-after', '1000', '--retry-every', '100'];
+      const command = (name: string) => [
+        'bash',
+        '-c',
+        `echo "${name} runs for term $OBSERVE_LEADERSHIP_TERM"; while true; do sleep 0.05; done`,
+      ];
+      const first = start('run', url, ...inSchema(), '--holder', 'runner-one', ...timing, '--', ...command('one'));
+      await first.shows(/one runs for term 1/);
+      const second = start('run', url, ...inSchema(), '--holder', 'runner-two', ...timing, '--', ...command('two'));
+      await second.shows(/campaigning .* as runner-two/);
+      const handoff = await cli('handoff', url, ...inSchema(), '--to', 'runner-two');
+      expect(handoff).toEqual({
+        code: 0,
+        output: expect.stringMatching(/^slot 0: runner-one \(term 1\) handed over to runner-two \(term \d+\) in \d+ ms\n$/),
+      });
+      await second.shows(/two runs for term \d+/);
+      expect(first.output).toContain('lost the lease (handed-off), term 1');
     });
 
     it('runs the command only in the leader, and hands its lease over on SIGTERM', async () => {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { fromEvent, merge, Observable, take } from 'rxjs';
 import { CliError, exitCode } from './cli-arguments';
+import { handoffCommand } from './handoff-command';
 import { initCommand } from './init-command';
 import { runCommand } from './run-command';
 import { statusCommand } from './status-command';
@@ -15,13 +16,18 @@ const usage = `usage: observe-leadership <command> <database> [options]
       who holds the slot, for which term, until when, and whether the lease is live
   watch <db> [--slot N] [--poll-every MS] [--prometheus]
       a line each time the slot changes hands, is renewed, or runs out, until Ctrl-C
+  handoff <db> [--slot N] [--to HOLDER] [--within MS]
+      ask the leader to hand its tenure to the standing candidate HOLDER (to
+      anybody without --to), and say who leads next; fails (exit 1) when the
+      leader does not answer, or HOLDER does not take the slot, within MS (10 s)
   init <file> [--wal]
       create a SQLite file with the lease tables (run, status and watch never
       create one: a misspelt path must not start a second election); --wal sets
       the journal mode we advise
-  run <db> [--slot N] [--renew-every MS] [--expires-after MS] [--retry-every MS] [--grace MS] -- <command...>
-      campaign, and run the command only while leading; its environment has
-      OBSERVE_LEADERSHIP_SLOT, OBSERVE_LEADERSHIP_HOLDER and OBSERVE_LEADERSHIP_TERM
+  run <db> [--slot N] [--holder H] [--renew-every MS] [--expires-after MS] [--retry-every MS] [--grace MS] -- <command...>
+      campaign as H (a new ULID by default, printed), and run the command only
+      while leading; its environment has OBSERVE_LEADERSHIP_SLOT,
+      OBSERVE_LEADERSHIP_HOLDER and OBSERVE_LEADERSHIP_TERM
 
 exit codes: 0 done, 1 failed, 2 bad arguments, 3 no such database, 4 no lease table,
 5 a file that is not a SQLite database; run exits with its command's code`;
@@ -42,6 +48,8 @@ export async function main(
         return await watchCommand(rest, out, stop);
       case 'init':
         return await initCommand(rest, out);
+      case 'handoff':
+        return await handoffCommand(rest, out);
       case 'run':
         return await runCommand(rest, (line) => err(`observe-leadership: ${line}`), stop);
       case undefined:

@@ -1,4 +1,5 @@
 import { Observable, Subscription } from 'rxjs';
+import { ulid } from 'ulid';
 import { MAX_DELAY } from '../core/argument-check';
 import { ElectedEvent, LeadershipEvent } from '../core/leadership-event';
 import { observeLeadership } from '../surface/observe-leadership';
@@ -8,7 +9,7 @@ import { CliDatabase, openCliDatabase } from './cli-database';
 import { SupervisedCommand } from './supervised-command';
 
 /**
- * `run <db> [--slot N] [--renew-every MS] [--expires-after MS] [--retry-every MS]
+ * `run <db> [--slot N] [--holder H] [--renew-every MS] [--expires-after MS] [--retry-every MS]
  * [--grace MS] -- <command...>`: campaigns, and runs the command only while this process
  * leads. On `lost` it stops the command (SIGTERM, then SIGKILL after the grace period) and
  * campaigns again; when `stop` emits (SIGINT, SIGTERM) it stops the command, then releases.
@@ -23,13 +24,13 @@ export async function runCommand(argv: readonly string[], log: (line: string) =>
   const options = readRunOptions(argv);
   const { db, events } = await campaignOn(options);
   const command = new SupervisedCommand(options.command, options.commandArguments, options.grace, log);
-  log(`campaigning for slot ${options.slot} of ${db.name}`);
+  log(`campaigning for slot ${options.slot} of ${db.name} as ${options.holder}`);
   return superviseWhileLeading(events, command, db, log, stop);
 }
 
 /** What `run` was asked, checked: the command and its arguments, the slot, the grace period, the timing. */
 function readRunOptions(argv: readonly string[]) {
-  const parsed = parseArguments(argv, ['slot', 'renew-every', 'expires-after', 'retry-every', 'grace', 'schema', 'table'], []);
+  const parsed = parseArguments(argv, ['slot', 'holder', 'renew-every', 'expires-after', 'retry-every', 'grace', 'schema', 'table'], []);
   const [command, ...commandArguments] = parsed.rest;
   if (command === undefined) throw new CliError(exitCode.usage, 'which command? Give it after --, as in: run jobs.db -- ./nightly.sh');
   const timing = {
@@ -42,6 +43,8 @@ function readRunOptions(argv: readonly string[]) {
     command,
     commandArguments,
     slot: integerOption(parsed, 'slot', 0, 0, Number.MAX_SAFE_INTEGER) as number,
+    // Said at the start, for `handoff --to`: the library's default, made here so that it can be.
+    holder: (parsed.options.get('holder') as string | undefined) ?? ulid(),
     grace: integerOption(parsed, 'grace', 10_000, 0, MAX_DELAY) as number,
     // Left out where not given: the library's defaults, and its checks of how they relate.
     timing: Object.fromEntries(Object.entries(timing).filter(([, value]) => value !== undefined)),
@@ -49,10 +52,10 @@ function readRunOptions(argv: readonly string[]) {
 }
 
 /** Opens the database and makes the campaign; a config the library refuses is a usage error (renewEvery not below expiresAfter, say). */
-async function campaignOn({ parsed, slot, timing }: ReturnType<typeof readRunOptions>) {
+async function campaignOn({ parsed, slot, holder, timing }: ReturnType<typeof readRunOptions>) {
   const db = await openCliDatabase(parsed, { readonly: false });
   try {
-    return { db, events: observeLeadership(db.source, { slot, ...timing }) };
+    return { db, events: observeLeadership(db.source, { slot, holder, ...timing }) };
   } catch (error) {
     await db.close();
     throw new CliError(exitCode.usage, (error as Error).message);
