@@ -39,7 +39,19 @@ import { sqliteLeaseStore } from 'observe-leadership';
 import { renderChart } from './chart';
 import { fleet, FleetSize } from './fleet';
 import { PoolMode, poolModes, startPgBouncer } from '../test-kit/pgbouncer';
-import { Cluster, coldStarts, Comparison, defaults, Distribution, distribution, handoffs, shortLease, takeovers, Timing } from './cluster';
+import {
+  Cluster,
+  coldStarts,
+  Comparison,
+  defaults,
+  Distribution,
+  distribution,
+  handoffs,
+  namedHandoffs,
+  shortLease,
+  takeovers,
+  Timing,
+} from './cluster';
 import { DriverRun, driverRuns, DriverTrials } from './drivers';
 import { IdleRun, idleRun } from './idle';
 import { LockedRun, lockedRuns, lockedTiming } from './locked';
@@ -289,6 +301,8 @@ interface SqliteResults {
   comparisons: Comparison[];
   crashes: Partial<Record<JournalMode, { overlaps: number; stopped: StoppedLeaderTrial }>>;
   busyErrorsDuringScaleHandoffs: Record<string, number>;
+  /** Per run of handoffs to a named successor: how many trials somebody else won (0 unless broken). */
+  namedHandoffMisses: Record<string, number>;
   idle: Array<IdleRun & { journal: JournalMode; kind: WorkerKind }>;
   statements: Partial<Record<JournalMode, StatementCosts>>;
   locked: Partial<Record<JournalMode, LockedRun>>;
@@ -301,6 +315,7 @@ async function sqliteScenarios(run: BenchRun): Promise<SqliteResults> {
     comparisons: [],
     crashes: {},
     busyErrorsDuringScaleHandoffs: {},
+    namedHandoffMisses: {},
     idle: [],
     statements: {},
     locked: {},
@@ -328,17 +343,20 @@ async function driversScenario(
   log(`drivers done [${journal}]`);
 }
 
-/** Graceful handoffs among a few processes. */
-async function handoffScenario(
-  { compare, withCluster, size, random, log }: BenchRun,
-  journal: JournalMode,
-  { comparisons }: SqliteResults,
-) {
-  comparisons.push(
+/** Graceful handoffs among a few processes, and handoffs to a named successor among a few and many. */
+async function handoffScenario(run: BenchRun, journal: JournalMode, results: SqliteResults) {
+  const { compare, withCluster, size, random, log } = run;
+  results.comparisons.push(
     await compare(`graceful handoff, ${size.processes} processes`, journal, (kind) =>
       withCluster(kind, defaults, size.processes, journal, (cluster) => handoffs(cluster, size.trials, random)),
     ),
   );
+  for (const processes of [size.processes, size.scaleProcesses]) {
+    const scenario = `handoff to a named successor, ${processes} processes [${journal}]`;
+    const named = await withCluster('candidate', defaults, processes, journal, (cluster) => namedHandoffs(cluster, size.trials, random));
+    results.comparisons.push({ scenario, unit: 'ms', ours: distribution(named.latencies) });
+    results.namedHandoffMisses[scenario] = named.othersElected;
+  }
   log(`handoff done [${journal}]`);
 }
 
@@ -450,6 +468,8 @@ async function postgresScenarios({ withCluster, size, random, log }: BenchRun) {
     | {
         server: string;
         handoff: Distribution;
+        namedHandoff: Distribution;
+        namedHandoffMisses: number;
         takeover: Distribution;
         takeoverPastExpiry: Distribution;
         coldStart: Distribution;
@@ -463,6 +483,7 @@ async function postgresScenarios({ withCluster, size, random, log }: BenchRun) {
     const onPostgres = <T>(timing: Timing, body: (cluster: Cluster) => Promise<T>, name: string) =>
       withCluster('candidate', timing, size.processes, 'delete', body, target(name));
     const handoff = await onPostgres(defaults, (cluster) => handoffs(cluster, size.trials, random), 'handoff');
+    const named = await onPostgres(defaults, (cluster) => namedHandoffs(cluster, size.trials, random), 'named');
     const takeover = await onPostgres(shortLease, (cluster) => takeovers(cluster, size.takeoverTrials, random), 'takeover');
     // What judging leases by watching them costs: a fresh candidate facing a dead leader's row.
     const coldStart = await withCluster(
@@ -483,6 +504,8 @@ async function postgresScenarios({ withCluster, size, random, log }: BenchRun) {
     postgres = {
       server: await serverVersion(server.url),
       handoff: distribution(handoff),
+      namedHandoff: distribution(named.latencies),
+      namedHandoffMisses: named.othersElected,
       takeover: distribution(takeover.fromKill),
       takeoverPastExpiry: distribution(takeover.pastExpiry),
       coldStart: distribution(coldStart.fromStart),
@@ -521,6 +544,7 @@ function printResults(results: BenchResults, log: (line: string) => void): void 
   if (postgres) {
     rows.push(
       [`on ${postgres.server}: graceful handoff, ${size.processes} processes`, both(postgres.handoff), '', ''],
+      [`on ${postgres.server}: handoff to a named successor, ${size.processes} processes`, both(postgres.namedHandoff), '', ''],
       [`on ${postgres.server}: crash takeover, expiresAfter ${shortLease.expiresAfter} ms`, both(postgres.takeover), '', ''],
       ['  of which past the lease expiry', both(postgres.takeoverPastExpiry), '', ''],
       [`on ${postgres.server}: a fresh candidate facing a dead leader's row, from its start`, both(postgres.coldStart), '', ''],
@@ -537,6 +561,7 @@ function printResults(results: BenchResults, log: (line: string) => void): void 
     const on = `${processes} processes on ${hosts} hosts, max_connections ${fleetResult.maxConnections}`;
     rows.push(
       [`fleet (${on}): graceful handoff`, both(fleetResult.handoff), '', ''],
+      [`fleet: handoff to a named successor`, both(fleetResult.namedHandoff), '', ''],
       [`fleet: crash takeover, expiresAfter ${fleetResult.takeoverLease} ms`, both(fleetResult.takeover), '', ''],
       ['  of which past the lease expiry', both(fleetResult.takeoverPastExpiry), '', ''],
       [
@@ -577,6 +602,14 @@ function printResults(results: BenchResults, log: (line: string) => void): void 
         '',
       ],
     );
+  }
+  const misses = [
+    ...Object.values(results.namedHandoffMisses),
+    ...(postgres ? [postgres.namedHandoffMisses] : []),
+    ...(fleetResult ? [fleetResult.namedHandoffMisses] : []),
+  ];
+  if (misses.length > 0) {
+    rows.push(['handoffs to a named successor that another candidate won, all runs', `${misses.reduce((a, b) => a + b, 0)}`, '', '']);
   }
   for (const [journal, crash] of Object.entries(crashes)) {
     const { stopped } = crash;

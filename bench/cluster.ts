@@ -1,5 +1,9 @@
 /** The worker clusters of the benchmark, and the trials that every scenario shares. */
+import Database from 'better-sqlite3';
 import { mkdtempSync } from 'node:fs';
+import { Pool } from 'pg';
+import { handOff } from 'observe-leadership';
+import { postgresLeaseStore } from 'observe-leadership/postgres';
 import { join } from 'node:path';
 import { PostgresTarget } from '../test-kit/chaos-database';
 import { connect } from 'node:net';
@@ -267,4 +271,54 @@ export async function coldStarts(cluster: Cluster, trials: number): Promise<{ fr
     pastExpiry.push((elected.mono as number) - lastBeliefEnd(leader));
   }
   return { fromStart, pastExpiry };
+}
+
+/**
+ * Handoffs to a named standing candidate, asked from this process as `observe-leadership
+ * handoff` asks (a read-only connection on SQLite, a store of its own on PostgreSQL), to a
+ * follower drawn at random: time from the request to the successor's `elected`, and how many
+ * trials anybody else won (none while the named one is alive).
+ */
+export async function namedHandoffs(
+  cluster: Cluster,
+  trials: number,
+  random: () => number,
+): Promise<{ latencies: number[]; othersElected: number }> {
+  const latencies: number[] = [];
+  let othersElected = 0;
+  const { db, close } = await handoffConnection(cluster);
+  try {
+    for (let trial = 0; trial < trials; trial++) {
+      const leader = await cluster.leader();
+      const followers = cluster.alive().filter((w) => w !== leader && w.holder !== undefined);
+      const successor = followers[Math.floor(random() * followers.length)];
+      await sleep(random() * cluster.timing.retryEvery);
+      const mark = Date.now();
+      await handOff(db, { to: successor.holder });
+      const elected = await cluster.elected(mark, leader);
+      if (elected.holder !== successor.holder) othersElected++;
+      latencies.push(elected.at - mark);
+      await sleep(20);
+    }
+  } finally {
+    await close();
+  }
+  return { latencies, othersElected };
+}
+
+/** What `handOff` asks through, in this process: the cluster's file read-only, or a store of its own on the cluster's schema. */
+async function handoffConnection(cluster: Cluster): Promise<{ db: Parameters<typeof handOff>[0]; close: () => Promise<void> }> {
+  if (cluster.postgres === undefined) {
+    const db = new Database(cluster.file!, { readonly: true });
+    return { db, close: async () => void db.close() };
+  }
+  const pool = new Pool({ connectionString: cluster.postgres.url });
+  const store = postgresLeaseStore(pool, { schema: cluster.postgres.schema });
+  return {
+    db: store,
+    close: async () => {
+      await store.settled();
+      await pool.end();
+    },
+  };
 }

@@ -8,7 +8,7 @@ import { PostgresTarget } from '../test-kit/chaos-database';
 import { networkNamespace, NetworkNamespace } from '../test-kit/network-namespace';
 import { startPostgresServer } from '../test-kit/postgres-server';
 import { sleep } from '../test-kit/worker-process';
-import { Cluster, defaults, Distribution, distribution, handoffs, Host, shortLease, takeovers } from './cluster';
+import { Cluster, defaults, Distribution, distribution, handoffs, Host, namedHandoffs, shortLease, takeovers } from './cluster';
 
 export interface FleetSize {
   hosts: number;
@@ -39,6 +39,9 @@ export interface FleetResult {
   idle: { seconds: number; connections: ConnectionCounts; elections: number; lost: number; errors: number };
   /** Graceful handoffs with the defaults, and the connections meanwhile. */
   handoff: Distribution;
+  /** Handoffs to a named successor, asked from the benchmark's process; and how many trials another won. */
+  namedHandoff: Distribution;
+  namedHandoffMisses: number;
   handoffConnections: ConnectionCounts;
   /** SIGKILL of the leader, with a short lease: ms from the kill to the next election. */
   takeover: Distribution;
@@ -98,6 +101,7 @@ export async function fleet(size: FleetSize, random: () => number, log: (line: s
     const steady = new Cluster('candidate', defaults, '', 'delete', { postgres: target('steady'), hosts });
     let idle: FleetResult['idle'];
     let handoff: number[];
+    let named: { latencies: number[]; othersElected: number };
     let handoffConnections: ConnectionCounts;
     let overlaps: number;
     let errors: number;
@@ -120,6 +124,7 @@ export async function fleet(size: FleetSize, random: () => number, log: (line: s
       log(`fleet idle: ${JSON.stringify(idle)}`);
       const during = sampleConnections(admin);
       handoff = await handoffs(steady, size.handoffs, random);
+      named = await namedHandoffs(steady, size.handoffs, random);
       handoffConnections = await during.stop();
       overlaps = steady.overlaps();
       errors = steady.errors();
@@ -146,6 +151,8 @@ export async function fleet(size: FleetSize, random: () => number, log: (line: s
       processes,
       idle,
       handoff: distribution(handoff),
+      namedHandoff: distribution(named.latencies),
+      namedHandoffMisses: named.othersElected,
       handoffConnections,
       takeover: distribution(takeover.fromKill),
       takeoverPastExpiry: distribution(takeover.pastExpiry),

@@ -19,9 +19,11 @@ describe('npm run bench -- --smoke', () => {
 
       const results = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as {
         comparisons: Comparison[];
-        postgres: Record<'handoff' | 'takeover' | 'takeoverPastExpiry' | 'coldStart', Comparison['ours']> & {
+        postgres: Record<'handoff' | 'namedHandoff' | 'takeover' | 'takeoverPastExpiry' | 'coldStart', Comparison['ours']> & {
           pgbouncer: Record<'transaction' | 'session', Comparison['ours']>;
+          namedHandoffMisses: number;
         };
+        namedHandoffMisses: Record<string, number>;
         fleet: FleetResult;
         idle: Array<IdleRun & { journal: string; kind: string }>;
         statements: Record<string, unknown>;
@@ -34,6 +36,13 @@ describe('npm run bench -- --smoke', () => {
       }
       // The original beside ours in the first mode: handoff, crash takeover, scale.
       expect(results.comparisons.filter((c) => c.original !== undefined)).toHaveLength(3);
+      // Handoffs to a named successor, a few processes and many, in both modes: the named one won every trial.
+      expect(results.comparisons.filter((c) => c.scenario.startsWith('handoff to a named successor')).map((c) => c.scenario)).toHaveLength(
+        4,
+      );
+      expect(Object.values(results.namedHandoffMisses)).toEqual([0, 0, 0, 0]);
+      expect(results.postgres.namedHandoffMisses).toBe(0);
+      expect(results.fleet.namedHandoffMisses).toBe(0);
       // Crashes and a stopped leader in both modes: never two leaders, nobody elected before a stopped leader's lease ended.
       for (const journal of ['delete', 'wal']) {
         expect(results.crashes[journal]).toMatchObject({ overlaps: 0, stopped: { electedBeforeExpiry: 0 } });
@@ -43,6 +52,7 @@ describe('npm run bench -- --smoke', () => {
       const { pgbouncer } = results.postgres;
       for (const trials of [
         results.postgres.handoff,
+        results.postgres.namedHandoff,
         results.postgres.takeover,
         results.postgres.takeoverPastExpiry,
         results.postgres.coldStart,
@@ -55,7 +65,9 @@ describe('npm run bench -- --smoke', () => {
       const { fleet } = results;
       expect(fleet).toMatchObject({ hosts: 2, processes: 4, maxConnections: 100, overlaps: 0 });
       expect(fleet.idle.connections.perProcess).toBe(1);
-      expect(Number.isFinite(fleet.handoff.p50) && Number.isFinite(fleet.takeover.p50)).toBe(true);
+      expect(Number.isFinite(fleet.handoff.p50) && Number.isFinite(fleet.namedHandoff.p50) && Number.isFinite(fleet.takeover.p50)).toBe(
+        true,
+      );
       // Idle runs in both modes of the smoke, beside an application's writes too, each with its leader.
       expect(results.idle.map((run) => `${run.journal} ${run.kind} ${run.processes} ${run.appRowsPerSecond > 0}`).sort()).toEqual([
         'delete candidate 4 false',
