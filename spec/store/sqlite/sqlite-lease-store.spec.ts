@@ -5,6 +5,7 @@ import { eventually } from '../../../test-kit/eventually';
 import { originalStatements } from '../../../test-kit/original-statements';
 import { LockTaken } from '../../../src/store/lease-store';
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { TemporaryDatabase, temporaryDatabase } from '../../support/temporary-database';
 import { at } from '../../support/clock-reading';
@@ -261,6 +262,33 @@ describe('SqliteLeaseStore', () => {
       store.acquire(0, 'b', at(1_000), 300);
       expect(places()).toEqual([]);
       expect(store.standBy(1, 'b', at(1_000), 300, 2)).toBe(true); // slots have places of their own
+    });
+  });
+
+  describe('words about handoffs, through the file beside the database', () => {
+    let file: TemporaryDatabase;
+    beforeEach(() => (file = temporaryDatabase()));
+    afterEach(() => file.remove());
+
+    it('reach another connection through the file, whole, a short word after a long one too', async () => {
+      const asker = sqliteLeaseStore(file.open());
+      const hearer = sqliteLeaseStore(file.open());
+      const heard: unknown[] = [];
+      const stop = hearer.watchHandoffs((word) => heard.push(word));
+      try {
+        const long = 'h'.repeat(256);
+        asker.ask(lease(long, 7), long);
+        await eventually('the request', () => heard.length >= 1);
+        asker.ask(lease('a', 8), undefined);
+        await eventually('the second request', () => heard.some((word) => (word as { lease: { term: number } }).lease.term === 8));
+        expect(heard[0]).toEqual({ kind: 'asked', lease: lease(long, 7), to: long });
+        expect(heard.at(-1)).toEqual({ kind: 'asked', lease: lease('a', 8) });
+        // One length for every word, and no truncation: a process delayed between a write and a
+        // truncation would otherwise cut or extend a word written meanwhile.
+        expect(readFileSync(`${file.file}-leadership-handoff`, 'utf8')).toHaveLength(4096);
+      } finally {
+        stop();
+      }
     });
   });
 

@@ -1,8 +1,16 @@
-import { closeSync, constants, fchmodSync, fchownSync, FSWatcher, ftruncateSync, openSync, readFileSync, watch, writeSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, fchownSync, FSWatcher, openSync, readFileSync, watch, writeSync } from 'node:fs';
 
 import { accessOf, grant } from './sidecar-access';
 
 const oneByte = Buffer.from('\n');
+
+/**
+ * The length of every word a signal says (see `signal`), padded with spaces: one write of
+ * one length, never a truncation, which a process that another delayed between its write
+ * and its truncation would make after a later word, extending that one with zeros. The
+ * longest word (two holders of 256 characters, 4 bytes each at most) fits.
+ */
+const wordLength = 4096;
 
 /**
  * The file beside a database (`<database>-leadership`) through which releases and elections
@@ -42,16 +50,16 @@ export class SignalFile {
 
   /**
    * Wakes every watcher, in this process and in others, creating the file if it is missing;
-   * with `content`, the file then says it (see `read`). Written at the start, then cut to
-   * its length: a reader never sees it empty, at worst the end of an older word after it.
+   * with `content`, the file then says it (see `read`), padded with spaces to one length:
+   * a watcher reads it once the write that woke it is done, and the last word written wins.
    */
   signal(content?: string): void {
-    const bytes = content === undefined ? oneByte : Buffer.from(content);
+    const bytes = content === undefined ? oneByte : Buffer.alloc(wordLength, ' ');
+    if (content !== undefined && bytes.write(content) < Buffer.byteLength(content)) return; // never: see wordLength
     try {
       const fd = this.open();
       try {
         writeSync(fd, bytes, 0, bytes.length, 0);
-        if (content !== undefined) ftruncateSync(fd, bytes.length);
       } finally {
         closeSync(fd);
       }
