@@ -224,6 +224,20 @@ describe('observeLeadership', () => {
       });
     });
 
+    it('does not take the slot back when the window it wrote ends unused: it sits out its sitOut', () => {
+      const scheduler = virtualTime();
+      scheduler.run(({ expectObservable }) => {
+        const a = observeLeadership(db, { ...timing, holder: 'a', scheduler, sitOut: 20 });
+        scheduler.schedule(() => ask(1, 'gone'), 5);
+        // The window (term 2) ends at 9; a looks every retryEvery meanwhile, and takes the slot at 25.
+        expectObservable(a, '^ 30ms !').toBe('a 4ms b 19ms c', {
+          a: elected('a', 1, 30),
+          b: lost('a', 1, 'handed-off'),
+          c: elected('a', 3, 55),
+        });
+      });
+    });
+
     it('releases for anybody without a name', () => {
       const scheduler = virtualTime();
       scheduler.run(({ expectObservable }) => {

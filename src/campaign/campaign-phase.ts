@@ -27,9 +27,10 @@ type FollowerActivity =
   | { readonly name: 'acquiring'; changedMeanwhile: boolean }
   /**
    * It stepped down: no attempt until `until` (on the campaign's clock), or until it sees
-   * another candidate lead; it only looks, and changes do nothing meanwhile.
+   * another candidate lead (after a handoff, in a term greater than the window it wrote,
+   * `after`: the window is nobody's tenure); it only looks, and changes do nothing meanwhile.
    */
-  | { readonly name: 'sitting-out'; readonly until: number };
+  | { readonly name: 'sitting-out'; readonly until: number; after?: number };
 
 /**
  * Trying to acquire. A follower that holds a standby place (`standby: 'held'`) stands by:

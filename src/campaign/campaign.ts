@@ -140,15 +140,20 @@ export class Campaign implements CampaignContext {
    * then the lease (`end`), whether or not the subscriber stopped on `lost`; then it sits out.
    * A tenure still waiting out its lock-delay was never announced: it stays.
    */
-  private stepAside(leading: Leading, reason: LostReason, end: (lease: Lease) => Eventually<boolean>): void {
+  private stepAside(leading: Leading, reason: LostReason, end: (lease: Lease) => Eventually<boolean | number | undefined>): void {
     if (leading.quietUntil !== undefined) return;
     this.timer?.unsubscribe(); // its renewal, or its expiry
     const lease = this.lease(leading.term);
-    const sittingOut = following({ name: 'sitting-out', until: this.now() + (this.timing.sitOut ?? this.timing.expiresAfter) });
+    const activity = { name: 'sitting-out', until: this.now() + (this.timing.sitOut ?? this.timing.expiresAfter) } as const;
+    const sittingOut = following({ ...activity });
     this.phase = sittingOut;
     this.lockRetry.clear();
     this.emit({ type: 'lost', ...lease, reason });
-    this.endLease(lease, end, () => this.follower.sitOut(sittingOut));
+    this.endLease(lease, end, (ended) => {
+      // A window written for a successor (its term) is nobody's tenure: only a greater term ends the sit-out.
+      if (typeof ended === 'number' && sittingOut.activity.name === 'sitting-out') sittingOut.activity.after = ended;
+      this.follower.sitOut(sittingOut);
+    });
   }
 
   /** Word about a handoff: a request to this leader, or the slot handed to this follower. */
@@ -228,8 +233,8 @@ export class Campaign implements CampaignContext {
     this.endLease(lease, (own) => this.store.release(own), then);
   }
 
-  /** Ends `lease` in the store by `end` (a release, a handover), as `release` says. */
-  private endLease(lease: Lease, end: (lease: Lease) => Eventually<boolean>, then: () => void): void {
+  /** Ends `lease` in the store by `end` (a release, a handover), as `release` says; `then` gets what `end` answered. */
+  private endLease<T>(lease: Lease, end: (lease: Lease) => Eventually<T>, then: (ended?: T) => void): void {
     this.flights.run(
       () => end(lease),
       then,

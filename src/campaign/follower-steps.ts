@@ -92,7 +92,13 @@ export class FollowerSteps {
     campaign.flights.run(
       () => campaign.store.look(campaign.slot, campaign.reading()),
       (view) => {
-        const another = view !== undefined && view.lease.holder !== campaign.holder && stands(view.expiresIn);
+        const { activity } = follower;
+        const after = activity.name === 'sitting-out' ? activity.after : undefined;
+        const another =
+          view !== undefined &&
+          view.lease.holder !== campaign.holder &&
+          stands(view.expiresIn) &&
+          (after === undefined || view.lease.term > after);
         if (another && campaign.phase === follower) this.followAgain(follower);
         else this.sitOut(follower);
       },

@@ -250,10 +250,10 @@ export interface Handoffs {
   /**
    * Ends `lease` by writing the slot to `to` for `window` ms (a lease that `to` may take at
    * once, as its own row, and nobody else before it ends), then tells `to`. Only from the
-   * leader, once it no longer believes it leads. Returns `false` when the slot no longer
-   * holds `lease`.
+   * leader, once it no longer believes it leads. Returns the window's term, or `undefined`
+   * when the slot no longer holds `lease`.
    */
-  handOver(lease: Lease, to: string, now: ClockReading, window: number): Eventually<boolean>;
+  handOver(lease: Lease, to: string, now: ClockReading, window: number): Eventually<number | undefined>;
   /** Calls `listener` with every word about handoffs of any slot. Returns the way to stop. */
   watchHandoffs(listener: (word: HandoffWord) => void): () => void;
 }

@@ -246,11 +246,15 @@ export class PostgresLeaseStore
   }
 
   /** Writes the slot to `to` for `window` ms if it still holds `lease`, and tells everyone (see the statement). */
-  handOver({ slot, holder, term }: Lease, to: string, _now: ClockReading, window: number): Promise<boolean> {
+  handOver({ slot, holder, term }: Lease, to: string, _now: ClockReading, window: number): Promise<number | undefined> {
     return this.operation(async () => {
-      const handOver = () => this.query(this.statements.handOver, [slot, holder, term, to, window, this.payloads.handoff]);
-      if ((await handOver()).length === 1) return true;
-      return (await this.leaseLengthAdded()) && (await handOver()).length === 1;
+      const handOver = async () => {
+        const [row] = await this.query<{ term: string }>(this.statements.handOver, [slot, holder, term, to, window, this.payloads.handoff]);
+        return row === undefined ? undefined : Number(row.term);
+      };
+      const handed = await handOver();
+      if (handed !== undefined || !(await this.leaseLengthAdded())) return handed;
+      return handOver();
     });
   }
 

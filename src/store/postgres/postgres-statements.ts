@@ -118,7 +118,8 @@ function writeStatements(names: Names, shape: LeaseTableShape) {
         expires_at = ${serverNow} + $5${shape.leaseLength ? ', lease_ms = $5' : ''}
         WHERE slot = $1 AND holder = $2 AND term = $3${shape.leaseLength ? '' : ` AND ${noLengthYet(table)}`}
         RETURNING slot, holder, term)
-      SELECT pg_notify('${channel}', $6 || json_build_object('kind', 'handed', 'slot', slot, 'to', holder, 'term', term)::text) FROM handed`,
+      SELECT term, pg_notify('${channel}', $6 || json_build_object('kind', 'handed', 'slot', slot, 'to', holder, 'term', term)::text)
+      FROM handed`,
     // Deletes the row, as the original worker does, and wakes the followers that listen.
     release: `WITH released AS (DELETE FROM ${table} WHERE slot = $1 AND holder = $2 AND term = $3 RETURNING slot)
       SELECT pg_notify('${channel}', $4) FROM released`,

@@ -264,7 +264,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
    * window), ends the endpoint of `lease`, and tells `to`. Followers that relied on the
    * endpoint find no proof in its closing: the row's tenure is another now.
    */
-  handOver(lease: Lease, to: string, now: ClockReading, window: number): boolean {
+  handOver(lease: Lease, to: string, now: ClockReading, window: number): number | undefined {
     let term: number | undefined;
     try {
       term = this.guard((statements) => statements.handOver.immediate(lease, to, now, window));
@@ -272,7 +272,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
       this.endpoints?.closeFor(lease);
     }
     if (term !== undefined) this.tell({ kind: 'handed', slot: lease.slot, to, term });
-    return term !== undefined;
+    return term;
   }
 
   /** Every word about handoffs, from this connection and, through the handoffs' file, from every other. */
