@@ -290,7 +290,7 @@ describe.each(stores)('%s lease store', (_, open) => {
       /** Once words about handoffs reach this store's listeners (PostgreSQL: its LISTEN is in place): a request of another slot is heard. */
       const hearing = async () => {
         let heard = false;
-        const stop = handoffsOf().watchHandoffs((word) => (heard ||= word.kind === 'asked' && word.lease.slot === 99));
+        const stop = handoffsOf().watchHandoffs('probe', (word) => (heard ||= word.kind === 'asked' && word.lease.slot === 99));
         try {
           await eventually('words heard', async () => {
             await handoffsOf().ask({ slot: 99, holder: 'probe', term: 1 }, undefined);
@@ -325,7 +325,7 @@ describe.each(stores)('%s lease store', (_, open) => {
       it('writes the slot to the successor for the window asked: it alone may take it, with a greater term, and the old tenure is over', async () => {
         const { lease } = await acquire('a');
         const words: HandoffWord[] = [];
-        const stop = handoffsOf().watchHandoffs((word) => words.push(word));
+        const stop = handoffsOf().watchHandoffs('b', (word) => words.push(word));
         try {
           await hearing();
           const window = await handoffsOf().handOver({ slot: 0, holder: 'a', term: lease.term }, 'b', at(Date.now()), 60_000);

@@ -75,7 +75,7 @@ export class Campaign implements CampaignContext {
 
   /** Tries to acquire at once, then goes on by itself until stopped. */
   start(): void {
-    this.stopHearingHandoffs = this.powers.handoffs?.watchHandoffs(this.onHandoffWord);
+    this.stopHearingHandoffs = this.powers.handoffs?.watchHandoffs(this.holder, this.onHandoffWord);
     this.follower.attempt();
   }
 

@@ -26,3 +26,8 @@ export function handoffWordOf(text: string): HandoffWord | undefined {
   const of = { slot: asked.slot, holder: asked.holder, term: asked.term as number };
   return to === undefined ? { kind, lease: of } : { kind, lease: of, to };
 }
+
+/** Whom a word is for: the leader asked, or the successor handed the slot. */
+export function addresseeOf(word: HandoffWord): string {
+  return word.kind === 'asked' ? word.lease.holder : word.to;
+}

@@ -254,8 +254,11 @@ export interface Handoffs {
    * when the slot no longer holds `lease`.
    */
   handOver(lease: Lease, to: string, now: ClockReading, window: number): Eventually<number | undefined>;
-  /** Calls `listener` with every word about handoffs of any slot. Returns the way to stop. */
-  watchHandoffs(listener: (word: HandoffWord) => void): () => void;
+  /**
+   * Calls `listener` with every word addressed to `holder`, of any slot: requests to it as
+   * the leader (`asked`), and the slot handed to it (`handed`). Returns the way to stop.
+   */
+  watchHandoffs(holder: string, listener: (word: HandoffWord) => void): () => void;
 }
 
 /** The `changes` capability: word that a slot may have changed hands. */

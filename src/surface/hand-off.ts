@@ -119,7 +119,8 @@ function request(store: LeaseReader, handoffs: Handoffs, slot: number, to: strin
       if (leads !== undefined && leads.holder !== to) return settle(() => reject(notTaken(asked, to as string, leads)));
       if (timedOut) settle(() => reject(unanswered(slot, asked, within, window !== undefined)));
     };
-    stopWords = handoffs.watchHandoffs((word) => {
+    // The word that the slot was handed to `to` says the window's term.
+    stopWords = handoffs.watchHandoffs(to ?? '', (word) => {
       if (word.kind !== 'handed' || word.slot !== slot || word.to !== to) return;
       window = word.term;
       judge(false);

@@ -6,6 +6,7 @@ import { originalStatements } from '../../../test-kit/original-statements';
 import { LockTaken } from '../../../src/store/lease-store';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { mailboxOf } from '../../../src/store/sqlite/handoff-mailboxes';
 import { performance } from 'node:perf_hooks';
 import { TemporaryDatabase, temporaryDatabase } from '../../support/temporary-database';
 import { at } from '../../support/clock-reading';
@@ -274,18 +275,18 @@ describe('SqliteLeaseStore', () => {
       const asker = sqliteLeaseStore(file.open());
       const hearer = sqliteLeaseStore(file.open());
       const heard: unknown[] = [];
-      const stop = hearer.watchHandoffs((word) => heard.push(word));
+      const long = 'h'.repeat(256);
+      const stop = hearer.watchHandoffs(long, (word) => heard.push(word));
       try {
-        const long = 'h'.repeat(256);
         asker.ask(lease(long, 7), long);
         await eventually('the request', () => heard.length >= 1);
-        asker.ask(lease('a', 8), undefined);
+        asker.ask(lease(long, 8), undefined);
         await eventually('the second request', () => heard.some((word) => (word as { lease: { term: number } }).lease.term === 8));
         expect(heard[0]).toEqual({ kind: 'asked', lease: lease(long, 7), to: long });
-        expect(heard.at(-1)).toEqual({ kind: 'asked', lease: lease('a', 8) });
+        expect(heard.at(-1)).toEqual({ kind: 'asked', lease: lease(long, 8) });
         // One length for every word, and no truncation: a process delayed between a write and a
         // truncation would otherwise cut or extend a word written meanwhile.
-        expect(readFileSync(`${file.file}-leadership-handoff`, 'utf8')).toHaveLength(4096);
+        expect(readFileSync(`${file.file}-leadership-handoff-${mailboxOf(long)}`, 'utf8')).toHaveLength(4096);
       } finally {
         stop();
       }

@@ -28,7 +28,7 @@ import { StoreSession } from './postgres-session';
 import { StandbyLocks } from './postgres-standby';
 import { idleBound, keepsOff, replacedOf, Row, statementsFor, toRecord, toView } from './postgres-statements';
 import { inTransaction } from './postgres-transaction';
-import { handoffWordOf } from '../handoff-word';
+import { addresseeOf, handoffWordOf } from '../handoff-word';
 
 export type { PostgresLeaseStoreConfig };
 
@@ -113,8 +113,8 @@ export class PostgresLeaseStore
     /** The start of a word about a handoff (see `HandoffWord`), followed by its JSON. */
     readonly handoff: string;
   };
-  /** Who hears of handoffs: every candidate of this store, leaders and followers alike. */
-  private readonly handoffListeners = new Set<(word: HandoffWord) => void>();
+  /** Who hears of handoffs: every candidate of this store, leaders and followers alike, each for its holder. */
+  private readonly handoffListeners = new Map<(word: HandoffWord) => void, string>();
   /** The schema being made, or made; unset again if making it failed. */
   private schemaReady: Promise<void> | undefined;
   /** The check that this role may campaign, once one was made and passed (see `checkMayCampaign`). */
@@ -258,10 +258,10 @@ export class PostgresLeaseStore
     });
   }
 
-  /** Every word about handoffs, for as long as the session listens (see `StoreSession`). */
-  watchHandoffs(listener: (word: HandoffWord) => void): () => void {
+  /** Every word addressed to `holder`, for as long as the session listens (see `StoreSession`). Every process hears every word: a notification reaches all. */
+  watchHandoffs(holder: string, listener: (word: HandoffWord) => void): () => void {
     const own = (word: HandoffWord) => listener(word);
-    this.handoffListeners.add(own);
+    this.handoffListeners.set(own, holder);
     this.session.start();
     return () => {
       if (this.handoffListeners.delete(own) && this.handoffListeners.size === 0) this.session.stopIfUnwanted();
@@ -426,7 +426,9 @@ export class PostgresLeaseStore
     else if (payload === this.payloads.renewed) this.listeners.notify('anywhere', 'renewal');
     else if (payload.startsWith(this.payloads.handoff)) {
       const word = handoffWordOf(payload.slice(this.payloads.handoff.length));
-      if (word !== undefined) for (const listener of [...this.handoffListeners]) listener(word);
+      if (word === undefined) return;
+      const addressee = addresseeOf(word);
+      for (const [listener, holder] of [...this.handoffListeners]) if (holder === addressee) listener(word);
     }
   }
 }

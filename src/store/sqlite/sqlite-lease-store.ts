@@ -30,11 +30,11 @@ import {
   TenureWatch,
 } from '../lease-store';
 import { ChangeListeners } from '../change-listeners';
-import { handoffWordOf } from '../handoff-word';
 import { toLeadershipError } from './sqlite-error';
 import { installSqliteSchema } from './sqlite-schema';
 import { readText, statementText } from './sqlite-statements';
 import { SignalFile } from './signal-file';
+import { HandoffMailboxes } from './handoff-mailboxes';
 import { canonicalPath, SqliteConnection } from './sqlite-connection';
 import { TenureEndpoints } from './tenure-endpoints';
 import { asBetterSqlite3, SqliteDatabaseLike } from './sqlite-driver';
@@ -163,11 +163,8 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
   private readonly signalFile: SignalFile | undefined;
   /** How followers on this host learn at once that a leader's process is gone; none in memory. */
   private readonly endpoints: TenureEndpoints | undefined;
-  /** Where words about handoffs go to other processes (`<database>-leadership-handoff`); none in memory. */
-  private readonly handoffFile: SignalFile | undefined;
-  /** Who hears of handoffs on this connection: every candidate, leaders and followers alike. */
-  private readonly handoffListeners = new Set<(word: HandoffWord) => void>();
-  private handoffWatcher: FSWatcher | undefined;
+  /** Where words about handoffs go, to this connection's candidates and to other processes. */
+  private readonly mailboxes: HandoffMailboxes;
 
   /** @internal Made by {@link sqliteLeaseStore}, one per connection. */
   constructor(private readonly db: Database) {
@@ -175,7 +172,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
     const file = db.memory ? undefined : canonicalPath(db.name);
     this.signalFile = file === undefined ? undefined : new SignalFile(file);
     this.endpoints = file === undefined ? undefined : new TenureEndpoints(file);
-    this.handoffFile = file === undefined ? undefined : new SignalFile(file, 'leadership-handoff');
+    this.mailboxes = new HandoffMailboxes(file, () => db.open);
   }
 
   /**
@@ -249,13 +246,13 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
   }
 
   /**
-   * Asks the leader of `lease` to hand over: a word written to the handoffs' file, never to
-   * the database, so a read-only connection may ask too. Candidates of this connection hear
-   * it at once, the others through the file.
+   * Asks the leader of `lease` to hand over: a word written to its mailbox's file (see
+   * `HandoffMailboxes`), never to the database, so a read-only connection may ask too.
+   * Candidates of this connection hear it at once, the others through the file.
    */
   ask(lease: Lease, to: string | undefined): void {
     this.connection.run(() => undefined); // a closed connection says so
-    this.tell(to === undefined ? { kind: 'asked', lease } : { kind: 'asked', lease, to });
+    this.mailboxes.tell(to === undefined ? { kind: 'asked', lease } : { kind: 'asked', lease, to });
   }
 
   /**
@@ -271,39 +268,13 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
     } finally {
       this.endpoints?.closeFor(lease);
     }
-    if (term !== undefined) this.tell({ kind: 'handed', slot: lease.slot, to, term });
+    if (term !== undefined) this.mailboxes.tell({ kind: 'handed', slot: lease.slot, to, term });
     return term;
   }
 
-  /** Every word about handoffs, from this connection and, through the handoffs' file, from every other. */
-  watchHandoffs(listener: (word: HandoffWord) => void): () => void {
-    const own = (word: HandoffWord) => listener(word);
-    this.handoffListeners.add(own);
-    this.watchHandoffFile();
-    return () => {
-      if (!this.handoffListeners.delete(own) || this.handoffListeners.size > 0) return;
-      this.handoffWatcher?.close();
-      this.handoffWatcher = undefined;
-    };
-  }
-
-  private tell(word: HandoffWord): void {
-    for (const listener of [...this.handoffListeners]) listener(word);
-    this.handoffFile?.signal(JSON.stringify(word));
-  }
-
-  /** Watches the handoffs' file while anybody listens; tried again at each operation if that fails. */
-  private watchHandoffFile(): void {
-    const file = this.handoffFile;
-    if (this.handoffWatcher !== undefined || file === undefined || this.handoffListeners.size === 0 || !this.db.open) return;
-    file.create();
-    this.handoffWatcher = file.watch(
-      () => {
-        const word = handoffWordOf(file.read() ?? '');
-        if (word !== undefined) for (const listener of [...this.handoffListeners]) listener(word);
-      },
-      () => (this.handoffWatcher = undefined),
-    );
+  /** Every word addressed to `holder`, from this connection and, through its mailbox's file, from every other. */
+  watchHandoffs(holder: string, listener: (word: HandoffWord) => void): () => void {
+    return this.mailboxes.watch(holder, listener);
   }
 
   endTenure(lease: Lease): void {
@@ -414,7 +385,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
 
   private watchIfWanted(): void {
     if (this.listeners.any && this.watcher === undefined) this.startWatching();
-    if (this.handoffWatcher === undefined) this.watchHandoffFile();
+    this.mailboxes.rewatch();
   }
 
   /**

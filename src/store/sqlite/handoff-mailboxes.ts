@@ -1,0 +1,99 @@
+import type { FSWatcher } from 'node:fs';
+import { addresseeOf, handoffWordOf } from '../handoff-word';
+import type { HandoffWord } from '../lease-store';
+import { SignalFile } from './signal-file';
+
+/**
+ * How many files beside a database carry words about handoffs: a word wakes the processes
+ * whose candidates' holders share its addressee's file, about one in this many, rather than
+ * every process of the file (64 processes woken twice per handoff on 2 cores delayed the two
+ * that matter by tens of ms). A fixed number, so that the files never pile up as holders
+ * come and go.
+ */
+export const mailboxCount = 16;
+
+type Listener = (word: HandoffWord) => void;
+
+interface Mailbox {
+  readonly file: SignalFile | undefined;
+  watcher: FSWatcher | undefined;
+  /** Each listener, with the holder whose words it hears. */
+  readonly listeners: Map<Listener, string>;
+}
+
+/** The mailbox of `holder`: FNV-1a of its UTF-8 bytes, modulo `mailboxCount`. */
+export function mailboxOf(holder: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(holder)) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
+  return hash % mailboxCount;
+}
+
+/**
+ * Words about handoffs among the processes of one SQLite file (see `Handoffs`), each sent to
+ * the file of its addressee's mailbox (`<database>-leadership-handoff-<0..15>`), written at
+ * one length by `SignalFile`. Candidates of the same connection hear them at once. Best
+ * effort, as signals are: a word that does not arrive leaves a request unanswered, or a
+ * window unused, never two leaders.
+ */
+export class HandoffMailboxes {
+  private readonly boxes = new Map<number, Mailbox>();
+
+  /** `database`: the file's canonical path, or `undefined` in memory (words stay in this connection). */
+  constructor(
+    private readonly database: string | undefined,
+    private readonly isOpen: () => boolean,
+  ) {}
+
+  /** Sends `word` to its addressee, in this connection and through its mailbox's file. */
+  tell(word: HandoffWord): void {
+    const addressee = addresseeOf(word);
+    const box = this.box(mailboxOf(addressee));
+    deliver(box, word);
+    box.file?.signal(JSON.stringify(word));
+  }
+
+  /** Calls `listener` with every word addressed to `holder`. Returns the way to stop. */
+  watch(holder: string, listener: Listener): () => void {
+    const own: Listener = (word) => listener(word);
+    const box = this.box(mailboxOf(holder));
+    box.listeners.set(own, holder);
+    this.watchFile(box);
+    return () => {
+      if (!box.listeners.delete(own) || box.listeners.size > 0) return;
+      box.watcher?.close();
+      box.watcher = undefined;
+    };
+  }
+
+  /** Watches again every mailbox whose watch went away (its file deleted, a failed watch): at each operation. */
+  rewatch(): void {
+    for (const box of this.boxes.values()) if (box.watcher === undefined) this.watchFile(box);
+  }
+
+  private box(index: number): Mailbox {
+    let box = this.boxes.get(index);
+    if (box === undefined) {
+      const file = this.database === undefined ? undefined : new SignalFile(this.database, `leadership-handoff-${index}`);
+      this.boxes.set(index, (box = { file, watcher: undefined, listeners: new Map() }));
+    }
+    return box;
+  }
+
+  private watchFile(box: Mailbox): void {
+    const { file } = box;
+    if (box.watcher !== undefined || file === undefined || box.listeners.size === 0 || !this.isOpen()) return;
+    file.create();
+    box.watcher = file.watch(
+      () => {
+        const word = handoffWordOf(file.read() ?? '');
+        if (word !== undefined) deliver(box, word);
+      },
+      () => (box.watcher = undefined),
+    );
+  }
+}
+
+function deliver(box: Mailbox, word: HandoffWord): void {
+  const addressee = addresseeOf(word);
+  for (const [listener, holder] of [...box.listeners]) if (holder === addressee) listener(word);
+}
