@@ -3,7 +3,7 @@ import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { Subscription } from 'rxjs';
 import { eventually } from '../test-kit/eventually';
 import { freePort } from '../test-kit/postgres-server';
-import { LeaderState, LeadershipEvent, LeadershipInstrument, observeLeader, observeLeadership } from '../src';
+import { handOff, LeaderState, LeadershipEvent, LeadershipInstrument, observeLeader, observeLeadership } from '../src';
 import { leaderMetrics, leadershipMetrics } from '../src/surface/metrics';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 
@@ -96,6 +96,19 @@ describe.each(['delete', 'wal'] as const)('metrics through OpenTelemetry, scrape
     expect(sample(none, 'leadership_leader', { leadership_slot: 0 })).toBe(0);
     expect(sample(none, 'leadership_candidates', { leadership_slot: 0 })).toBe(0);
     expect(sample(none, 'leadership_term', { leadership_slot: 0 })).toBe(0);
+  });
+
+  it('counts a handoff among the losses by its reason, handed-off', async () => {
+    const a = candidate('a');
+    await eventually('a leads', () => a.leads());
+    const b = candidate('b');
+    expect(sample(await scrape(), 'leadership_losses_total', { leadership_loss_reason: 'handed-off' })).toBe(0);
+    await handOff(file.open({ readonly: true }), { to: 'b' });
+    await eventually('b leads', () => b.leads());
+    const after = await scrape();
+    expect(sample(after, 'leadership_losses_total', { leadership_loss_reason: 'handed-off' })).toBe(1);
+    expect(sample(after, 'leadership_losses_total', { leadership_loss_reason: 'stepped-down' })).toBe(0);
+    expect(sample(after, 'leadership_elections_total', { leadership_slot: 0 })).toBe(2);
   });
 
   it('shows who leads as an observer sees it, and counts the time without a leader', async () => {
