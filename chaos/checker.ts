@@ -234,6 +234,9 @@ function allowance(fault: FaultRecord, expiresAfter: number, retryBound: number)
     // A release, the one that stepped down sitting out: another takes the slot at once, or, when
     // it campaigns alone, it takes the slot back once it has sat out (a lease, by default).
     'step-down': expiresAfter + retryBound,
+    // The named follower takes the slot at once; if it died or froze meanwhile, its window (a
+    // retryEvery) goes unused and another takes it, or the old leader once it has sat out.
+    handoff: expiresAfter + retryBound,
     // Nobody can write while the lock is held; the leader steps down at its expiry meanwhile.
     lock: lasted + retryBound,
     // Followers come and go; the leader should not notice.

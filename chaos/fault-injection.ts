@@ -42,6 +42,8 @@ export class FaultInjector {
       case 'step-down':
         if (!leader || leader.kind !== 'candidate') return skip(fault, leader ? 'the leader runs the original statements' : 'no leader');
         return leader.send('step-down');
+      case 'handoff':
+        return this.handOff(fault, leader, planned.pick);
       case 'lock':
         return this.lock(fault, planned.duration);
       case 'cut-host':
@@ -51,6 +53,19 @@ export class FaultInjector {
       case 'burst':
         return this.burst(fault, planned.pick);
     }
+  }
+
+  /**
+   * A follower of the slot is named, and another live process (the named one, at times)
+   * asks the leader to hand over to it, as `observe-leadership handoff` would from anywhere.
+   */
+  private handOff(fault: FaultRecord, leader: WorkerProcess | undefined, pick: number): void {
+    if (!leader || leader.kind !== 'candidate') return skip(fault, leader ? 'the leader runs the original statements' : 'no leader');
+    const followers = this.workers.live().filter((w) => w !== leader && w.kind === 'candidate' && w.holder !== undefined && !w.paused);
+    if (followers.length === 0) return skip(fault, 'no follower to name');
+    const to = followers[Math.floor(pick * followers.length)];
+    const asker = followers[Math.floor(pick * 7919) % followers.length];
+    asker.send(`hand-off ${fault.slot},${to.holder}`);
   }
 
   private end(leader: WorkerProcess, signal: 'SIGKILL' | 'SIGTERM'): void {

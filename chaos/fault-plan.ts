@@ -74,7 +74,21 @@ export function planFaults({ seed, duration, lease, slots, hosts = false, clockS
     if (kind === 'clock-step') Object.assign(fault, clockStep(random, lease));
     faults.push(fault);
   }
-  return faults;
+  return [...faults, ...planHandoffs(seed, duration, lease, slots)].sort((a, b) => a.at - b.at);
+}
+
+/**
+ * Handoffs to a named follower, one every two to six leases, from a random stream of their
+ * own: adding them left every other fault of every seed where it was (the chaos spec's seeds
+ * were chosen for those).
+ */
+function planHandoffs(seed: number, duration: number, lease: number, slots: number): PlannedFault[] {
+  const random = mulberry32(seed ^ 0x68616e64);
+  const handoffs: PlannedFault[] = [];
+  for (let at = 2 * lease + 2 * random() * lease; at < duration - 2 * lease; at += lease * (2 + 4 * random())) {
+    handoffs.push({ at: Math.round(at), kind: 'handoff', slot: Math.floor(random() * slots), duration: 0, pick: random() });
+  }
+  return handoffs;
 }
 
 /**

@@ -10,6 +10,7 @@ const kinds: FaultKind[] = [
   'stop',
   'resubscribe',
   'step-down',
+  'handoff',
   'lock',
   'burst',
   'cut-host',

@@ -34,6 +34,7 @@ export type FaultKind =
   | 'stop'
   | 'resubscribe'
   | 'step-down'
+  | 'handoff'
   | 'lock'
   | 'burst'
   | 'cut-host'

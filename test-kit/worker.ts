@@ -4,7 +4,7 @@
  * stdout, and while it leads a slot keeps appending rows to a ledger with `fenced`.
  *
  * Options come as JSON in argv[2] (see WorkerOptions). Commands come one per line on
- * stdin: `unsubscribe`, `subscribe`, `step-down` (every slot it leads, through the `stepDown` option), `fenced-write` (one more write with the last lease of
+ * stdin: `unsubscribe`, `subscribe`, `step-down` (every slot it leads, through the `stepDown` option), `hand-off SLOT,HOLDER` (asks that slot's leader, wherever it runs, to hand over to HOLDER), `fenced-write` (one more write with the last lease of
  * each slot, whatever the campaign says since), `fenced-hang SLOT` (a fenced transaction
  * with that slot's last lease that never commits: the process blocks in it, to be killed
  * there), `usage` (CPU and event-loop time, for the benchmark), `loop-delay` (the event
@@ -21,6 +21,7 @@ import { asyncScheduler, EMPTY, ignoreElements, interval, map, merge, Subject, S
 import {
   ElectedEvent,
   fenced,
+  handOff,
   Lease,
   LeaderInstrument,
   LeadershipEvent,
@@ -266,6 +267,14 @@ function main(): void {
       }
     },
     'step-down': () => stepDown.next(),
+    // `hand-off SLOT,HOLDER`: asks the slot's leader to hand over to HOLDER, as the command would.
+    'hand-off': (argument = '') => {
+      const [slot, to] = argument.split(',');
+      handOff(db.campaignIn as SqliteDatabaseLike | LeaseReader, { slot: Number(slot), to }).then(
+        (result) => report({ worker, type: 'handoff-done', slot: Number(slot), to, term: result.to.term }),
+        (error: { code?: string; message: string }) => report({ worker, type: 'handoff-failed', slot: Number(slot), to, code: error.code }),
+      );
+    },
     usage: () => reportUsage({ standby: db.standingBy(holder) }),
     'loop-delay': reportLoopDelay,
     exit,
