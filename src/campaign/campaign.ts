@@ -150,8 +150,13 @@ export class Campaign implements CampaignContext {
     this.lockRetry.clear();
     this.emit({ type: 'lost', ...lease, reason });
     this.endLease(lease, end, (ended) => {
-      // A window written for a successor (its term) is nobody's tenure: only a greater term ends the sit-out.
-      if (typeof ended === 'number' && sittingOut.activity.name === 'sitting-out') sittingOut.activity.after = ended;
+      if (typeof ended === 'number') {
+        // A window written for a successor (its term) is nobody's tenure: only a greater term ends the sit-out.
+        if (sittingOut.activity.name === 'sitting-out') sittingOut.activity.after = ended;
+        // The old tenure's proof of end waits for the window (see `Handoffs.handOver`): no
+        // standby rushes for the write lock that the successor needs.
+        this.scheduler.schedule(() => this.powers.tenureProof?.endTenure(lease), this.timing.retryEvery);
+      }
       this.follower.sitOut(sittingOut);
     });
   }

@@ -68,8 +68,10 @@ export class FollowerSteps {
     const { activity } = follower;
     if (this.campaign.phase !== follower) return;
     if (activity.name === 'acquiring') return void (activity.changedMeanwhile = true);
+    // At once, not on a timer: the word was heard on one already (see `Campaign.onHandoffWord`).
     follower.activity = { name: 'due' };
-    this.campaign.wake(this.attempt, 0);
+    this.campaign.clearTimer();
+    this.campaign.flights.whenSettled(this.attempt);
   }
 
   /**

@@ -251,7 +251,8 @@ export interface Handoffs {
    * Ends `lease` by writing the slot to `to` for `window` ms (a lease that `to` may take at
    * once, as its own row, and nobody else before it ends), then tells `to`. Only from the
    * leader, once it no longer believes it leads. Returns the window's term, or `undefined`
-   * when the slot no longer holds `lease`.
+   * when the slot no longer holds `lease`. A store with `tenureProof` may leave the proof
+   * of the tenure's end to the leader's `endTenure`, which comes once the window is over.
    */
   handOver(lease: Lease, to: string, now: ClockReading, window: number): Eventually<number | undefined>;
   /**

@@ -258,15 +258,17 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
   /**
    * Writes the slot to `to` for `window` ms if it still holds `lease` (a new term, and a
    * deadline on the monotonic clock: a wall clock that steps neither stretches nor cuts the
-   * window), ends the endpoint of `lease`, and tells `to`. Followers that relied on the
-   * endpoint find no proof in its closing: the row's tenure is another now.
+   * window), and tells `to`. The endpoint of `lease` stays open until the caller ends it
+   * (`endTenure`), once `to` had its window: closing it now would send every standby to the
+   * write lock at the moment `to` needs it. Open longer than the belief, it only delays a
+   * proof. If nothing was handed over, it closes at once, as after a release.
    */
   handOver(lease: Lease, to: string, now: ClockReading, window: number): number | undefined {
     let term: number | undefined;
     try {
       term = this.guard((statements) => statements.handOver.immediate(lease, to, now, window));
     } finally {
-      this.endpoints?.closeFor(lease);
+      if (term === undefined) this.endpoints?.closeFor(lease);
     }
     if (term !== undefined) this.mailboxes.tell({ kind: 'handed', slot: lease.slot, to, term });
     return term;
