@@ -34,6 +34,25 @@ describe('examples', () => {
     expect(count('SELECT count(*) FROM worker_leadership')).toBe(0);
   });
 
+  it('print-events.js, two of them: the command line hands the leadership to the one it names, and back', async () => {
+    const first = run('print-events.js');
+    await first.shows(/elected {2}term 1, lease until/);
+    const second = run('print-events.js');
+    await second.shows(/standing by: print-events-\d+ leads, term 1/);
+    const holderOf = (example: SpawnedScript) => /as (print-events-\d+);/.exec(example.output)![1];
+    const cli = (...args: string[]) => new SpawnedScript(join(__dirname, '..', 'dist', 'cli', 'main.js'), args).result();
+    expect(await cli('handoff', database.file, '--to', holderOf(second))).toEqual({
+      code: 0,
+      output: expect.stringMatching(
+        new RegExp(`^slot 0: ${holderOf(first)} \\(term 1\\) handed over to ${holderOf(second)} \\(term 3\\) in \\d+ ms\n$`),
+      ),
+    });
+    await second.shows(/elected {2}term 3/);
+    await first.shows(/lost {5}term 1 \(handed-off\)[\s\S]*standing by: print-events-\d+ leads, term 3/);
+    expect((await cli('handoff', database.file, '--to', holderOf(first))).code).toBe(0);
+    await first.shows(/elected {2}term 5/);
+  });
+
   it('healthz.js answers its probes: healthy while leading or following, /leader only in the leader', async () => {
     const probe = async (port: number, path: string) => {
       const response = await fetch(`http://127.0.0.1:${port}${path}`);
