@@ -10,7 +10,7 @@ import { SignalFile } from './signal-file';
  * that matter by tens of ms). A fixed number, so that the files never pile up as holders
  * come and go.
  */
-export const mailboxCount = 16;
+const mailboxCount = 16;
 
 type Listener = (word: HandoffWord) => void;
 
