@@ -117,17 +117,12 @@ describe('the observe-leadership command', () => {
     });
 
     it('says why a handoff cannot be made: nobody leads (exit 1), no table (4), bad arguments (2)', async () => {
-      expect(await cli('handoff', file.file)).toEqual({ code: 4, output: expect.stringContaining('no worker_leadership table') });
+      const exits = (code: number, saying: string) => ({ code, output: expect.stringContaining(saying) });
+      expect(await cli('handoff', file.file)).toEqual(exits(4, 'no worker_leadership table'));
       file.open().exec('CREATE TABLE worker_leadership (slot INTEGER PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL)');
-      expect(await cli('handoff', file.file)).toEqual({ code: 1, output: expect.stringContaining('NO_LEADER: Nobody leads slot 0') });
-      expect(await cli('handoff', file.file, '--to')).toEqual({
-        code: 2,
-        output: expect.stringContaining("Option '--to <value>' argument missing"),
-      });
-      expect(await cli('handoff', file.file, '--within', '0')).toEqual({
-        code: 2,
-        output: expect.stringContaining('--within must be a whole number'),
-      });
+      expect(await cli('handoff', file.file)).toEqual(exits(1, 'NO_LEADER: Nobody leads slot 0'));
+      expect(await cli('handoff', file.file, '--to')).toEqual(exits(2, "Option '--to <value>' argument missing"));
+      expect(await cli('handoff', file.file, '--within', '0')).toEqual(exits(2, '--within must be a whole number'));
     });
 
     it('tells who leads a database that a worker is using, as text and as JSON', async () => {
