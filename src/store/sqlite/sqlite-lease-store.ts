@@ -1,8 +1,8 @@
 /*
- * Longer than the others (about 400 lines): each operation's transaction, the tenure's
+ * Longer than the others (about 500 lines): each operation's transaction, the tenure's
  * endpoint it opens before its commit and the signal it sends after are one sequence, and
  * they read best in one place. The SQL is in sqlite-statements.ts, the connection's checks in
- * sqlite-connection.ts, the endpoints in tenure-endpoints.ts and endpoint-watch.ts.
+ * sqlite-connection.ts, the endpoints in tenure-endpoints.ts and endpoint-watch.ts, the words about handoffs in handoff-mailboxes.ts.
  */
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import type { FSWatcher } from 'node:fs';
@@ -446,7 +446,6 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
     const writeDeadline = db.prepare<[DeadlineParameters]>(statementText.writeDeadline);
     const standbyLeave = db.prepare<[{ slot: number; holder: string }]>(statementText.standbyLeave);
     const mayWrite = db.prepare(statementText.mayWrite);
-    const handOver = db.prepare<[Lease & { to: string; expiresAt: number }]>(statementText.handOver);
     this.statements = {
       read,
       standbyRead: db.prepare(statementText.standbyRead),
@@ -476,13 +475,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
         return true;
       }),
       release: db.prepare(statementText.release),
-      // The row and its deadline together, as at a take: the window is timed on the monotonic clock.
-      handOver: db.transaction((lease: Lease, to: string, now: ClockReading, window: number) => {
-        if (handOver.run({ ...lease, to, expiresAt: now.wall + window }).changes !== 1) return undefined;
-        const { term } = read.get({ slot: lease.slot, ...now }) as LeaseRow;
-        writeDeadline.run({ slot: lease.slot, holder: to, term, clock: now.clock, deadline: deadlineOf(now, window) });
-        return term;
-      }),
+      handOver: handOverTransaction(db, read, writeDeadline),
       // The check and the work share one IMMEDIATE transaction: a takeover needs the write
       // lock, so it cannot fall between them, however long this process pauses. The time is
       // read once the lock is held, not before: waiting for the lock may outlast the lease.
@@ -496,4 +489,19 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
     };
     return this.statements;
   }
+}
+
+/** The handover's transaction: the row and its deadline together, as at a take; the window is timed on the monotonic clock. */
+function handOverTransaction(
+  db: Database,
+  read: Statement<[Judged], LeaseRow>,
+  writeDeadline: Statement<[DeadlineParameters]>,
+): Statements['handOver'] {
+  const handOver = db.prepare<[Lease & { to: string; expiresAt: number }]>(statementText.handOver);
+  return db.transaction((lease: Lease, to: string, now: ClockReading, window: number) => {
+    if (handOver.run({ ...lease, to, expiresAt: now.wall + window }).changes !== 1) return undefined;
+    const { term } = read.get({ slot: lease.slot, ...now }) as LeaseRow;
+    writeDeadline.run({ slot: lease.slot, holder: to, term, clock: now.clock, deadline: deadlineOf(now, window) });
+    return term;
+  });
 }
