@@ -2,7 +2,8 @@
  * Longer than the others (about 500 lines): each operation's transaction, the tenure's
  * endpoint it opens before its commit and the signal it sends after are one sequence, and
  * they read best in one place. The SQL is in sqlite-statements.ts, the connection's checks in
- * sqlite-connection.ts, the endpoints in tenure-endpoints.ts and endpoint-watch.ts, the words about handoffs in handoff-mailboxes.ts.
+ * sqlite-connection.ts, the endpoints in tenure-endpoints.ts and endpoint-watch.ts, the
+ * words about handoffs in handoff-mailboxes.ts.
  */
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import type { FSWatcher } from 'node:fs';
