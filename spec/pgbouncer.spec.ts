@@ -2,7 +2,7 @@ import { Pool } from 'pg';
 import { Subscription } from 'rxjs';
 import { eventually } from '../test-kit/eventually';
 import { pgbouncerUrlVariable, PoolMode, pgbouncerUrl } from '../test-kit/pgbouncer';
-import { fenced, LeadershipEvent, observeLeadership } from '../src';
+import { fenced, handOff, LeadershipEvent, observeLeadership } from '../src';
 import { postgresLeaseStore } from '../src/postgres';
 import { testSchema, TestSchema } from './support/postgres-database';
 
@@ -85,18 +85,22 @@ describe.each(['transaction', 'session'] as const)('observeLeadership through Pg
   });
 
   if (mode === 'transaction') {
-    it('finds that notifications cannot reach it, says so once for each store, and its followers poll instead', async () => {
+    it('finds that notifications cannot reach it, says so once for each store, its followers poll instead, and a handoff is unanswered', async () => {
       const candidates = ['a', 'b'].map(candidate);
       const first = await eventually('a leader', () => candidates.find((c) => c.leads()));
       const follower = candidates.find((c) => c !== first) as (typeof candidates)[number];
-      await eventually('the warning', () => ownWarnings().length >= 1);
+      // Both stores listen: the follower's for releases, the leader's for handoff requests.
+      await eventually('the warnings', () => ownWarnings().length >= 2);
       await new Promise((resolve) => setTimeout(resolve, 1_000)); // many polls later
-      expect(ownWarnings()).toHaveLength(1); // the follower's store; the leader's never listened
+      expect(ownWarnings()).toHaveLength(2);
       expect(ownWarnings()[0]).toContain('poll instead');
       expect(follower.store.isWatching()).toBe(false);
+      // The request cannot reach the leader: nothing moves, and handOff says so.
+      await expect(handOff(follower.store, { to: follower.holder, within: 1_000 })).rejects.toMatchObject({ code: 'HANDOFF_UNANSWERED' });
+      expect(first.leads()).toBeDefined();
       first.subscription.unsubscribe();
       await eventually('the follower leads', () => follower.leads());
-      expect(ownWarnings()).toHaveLength(1);
+      expect(ownWarnings()).toHaveLength(2);
     });
   } else {
     it('listens for releases as on a direct connection, and says nothing', async () => {

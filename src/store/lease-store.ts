@@ -236,8 +236,24 @@ export interface StoreCapabilities {
  * slot holds a window for `to` of term `term`, and `to`'s own tenure follows with a greater one.
  */
 export type HandoffWord =
-  | { readonly kind: 'asked'; readonly lease: Lease; readonly to?: string }
-  | { readonly kind: 'handed'; readonly slot: number; readonly to: string; readonly term: number };
+  | {
+      /** A request to a leader. */
+      readonly kind: 'asked';
+      /** The tenure asked to hand over: only its holder, in that very term, acts on it. */
+      readonly lease: Lease;
+      /** Whom to hand over to; anybody when absent. */
+      readonly to?: string;
+    }
+  | {
+      /** The slot handed to a follower. */
+      readonly kind: 'handed';
+      /** Which slot. */
+      readonly slot: number;
+      /** The holder it was handed to. */
+      readonly to: string;
+      /** The window's term: the successor's own tenure has a greater one. */
+      readonly term: number;
+    };
 
 /**
  * The `handoffs` capability: how a leader is asked to hand its tenure over, and how it

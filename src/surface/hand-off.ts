@@ -60,8 +60,9 @@ const knownOptions = ['slot', 'to', 'within'];
  * import Database from 'better-sqlite3';
  * import { handOff } from 'observe-leadership';
  *
- * const { from, to } = await handOff(new Database('jobs.db'), { to: '01J9ZK3V6Q8W2R5T7Y9B1C3D4E' });
- * console.log(`${from.holder} (term ${from.term}) handed over to ${to.holder} (term ${to.term})`);
+ * handOff(new Database('jobs.db', { readonly: true }), { to: 'worker-b' }).then(({ from, to }) =>
+ *   console.log(`${from.holder} (term ${from.term}) handed over to ${to.holder} (term ${to.term})`),
+ * );
  * ```
  */
 export function handOff(db: SqliteDatabaseLike | LeaseReader, options: HandOffOptions = {}): Promise<HandOffResult> {

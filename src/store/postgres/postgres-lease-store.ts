@@ -239,6 +239,8 @@ export class PostgresLeaseStore
   async ask(lease: Lease, to: string | undefined): Promise<void> {
     const word: HandoffWord = to === undefined ? { kind: 'asked', lease } : { kind: 'asked', lease, to };
     try {
+      // Whoever listens here (handOff, for the successor's word) hears from now on.
+      if (this.listeners.any || this.handoffListeners.size > 0) await this.session.get();
       await this.query(this.statements.tell, [`${this.payloads.handoff}${JSON.stringify(word)}`]);
     } catch (error) {
       throw toLeadershipError(error);
@@ -262,7 +264,8 @@ export class PostgresLeaseStore
   watchHandoffs(holder: string, listener: (word: HandoffWord) => void): () => void {
     const own = (word: HandoffWord) => listener(word);
     this.handoffListeners.set(own, holder);
-    this.session.start();
+    // Opened by the next operation (a candidate's first comes at once), after the schema's:
+    // then both take the same connection of the pool, one after the other.
     return () => {
       if (this.handoffListeners.delete(own) && this.handoffListeners.size === 0) this.session.stopIfUnwanted();
     };
@@ -363,7 +366,10 @@ export class PostgresLeaseStore
     const promise = (async () => {
       try {
         await this.ready();
-        if (this.listeners.any || this.handoffListeners.size > 0) this.session.start();
+        // A session that is wanted is waited for (it is opened in a few ms, or found impossible):
+        // a statement sent meanwhile would take a second connection of the pool, which then
+        // stays idle in it for pg's idleTimeoutMillis.
+        if (this.listeners.any || this.handoffListeners.size > 0) await this.session.get();
         return await run();
       } catch (error) {
         throw toLeadershipError(error);

@@ -75,6 +75,11 @@ export class StoreSession {
     return this.current;
   }
 
+  /** Whether `pool.end()` was called (pg's pool says so in `ending`). */
+  private get poolEnding(): boolean {
+    return (this.pool as { ending?: boolean }).ending === true;
+  }
+
   /** Whether notifications are known to reach this process now: a session listens, and a probe made the round trip. */
   get hearing(): boolean {
     return this.current !== undefined && this.notificationsWork;
@@ -87,6 +92,9 @@ export class StoreSession {
   /** One statement, on the session when there is one, else on a connection of the pool; one at a time either way. */
   statement<R extends QueryResultRow>(text: string, values: unknown[]): Promise<QueryResult<R>> {
     return this.onTurn(async () => {
+      // The pool was ended (`pool.end()` waits for every connection given out): the session
+      // gives its own back, and the statement meets the ended pool (DATABASE_CLOSED).
+      if (this.poolEnding) this.current?.close();
       const session = this.current;
       if (session === undefined) return this.pool.query<R>(this.config(text, values));
       try {
@@ -122,7 +130,7 @@ export class StoreSession {
    */
   get(): Promise<Session | undefined> {
     if (this.current !== undefined) return Promise.resolve(this.current);
-    if (this.notificationsUnavailable) return Promise.resolve(undefined);
+    if (this.notificationsUnavailable || this.poolEnding) return Promise.resolve(undefined);
     this.opening ??= this.openChecked()
       .catch(() => undefined)
       .finally(() => (this.opening = undefined));
