@@ -32,6 +32,7 @@ const runtimeSensitive = [
   'spec/observe-leader.spec.ts',
   'spec/bad-input-matrix.processes.spec.ts',
   'spec/observe-leadership.processes.spec.ts',
+  'spec/hand-off.spec.ts',
   'spec/early-takeover.processes.spec.ts',
   'spec/locked-database.processes.spec.ts',
   'spec/drivers.processes.spec.ts',

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { filter, firstValueFrom, take } from 'rxjs';
-import { fenced, observeLeader, observeLeadership } from 'observe-leadership';
+import { fenced, handOff, observeLeader, observeLeadership } from 'observe-leadership';
 
 const timing = { renewEvery: 50, expiresAfter: 1_000, retryEvery: 50 };
 
@@ -72,6 +72,19 @@ describe('bun:sqlite', () => {
     a.subscription.unsubscribe();
     await eventually('b elected', () => b.types().includes('elected'), timing.expiresAfter / 2);
     expect(b.events[0].term).toBeGreaterThan(a.events[0].term);
+  });
+
+  it('hands off to the named candidate, asked on a read-only connection of its own (the words go through a file watch)', async () => {
+    const a = candidate(connect(), 'a');
+    await eventually('a elected', () => a.types().includes('elected'));
+    const [b, c] = [candidate(connect(), 'b'), candidate(connect(), 'c')];
+    const { from, to } = await handOff(connect({ readonly: true }), { to: 'c' });
+    expect(from).toEqual({ slot: 0, holder: 'a', term: a.events[0].term });
+    expect(to).toMatchObject({ slot: 0, holder: 'c' });
+    await eventually('c elected', () => c.types().includes('elected'));
+    expect(c.events[0].term).toBe(to.term);
+    expect(a.events.at(-1)).toMatchObject({ type: 'lost', reason: 'handed-off' });
+    expect(b.events).toEqual([]);
   });
 
   it('fences: the work commits with a lease that holds, nothing of it with one that does not', async () => {
