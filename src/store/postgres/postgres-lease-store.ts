@@ -28,7 +28,8 @@ import { StoreSession } from './postgres-session';
 import { StandbyLocks } from './postgres-standby';
 import { idleBound, keepsOff, replacedOf, Row, statementsFor, toRecord, toView } from './postgres-statements';
 import { inTransaction } from './postgres-transaction';
-import { addresseeOf, handoffWordOf } from '../handoff-word';
+import { handoffWordOf } from '../handoff-word';
+import { HandoffListeners } from '../handoff-listeners';
 
 export type { PostgresLeaseStoreConfig };
 
@@ -114,7 +115,7 @@ export class PostgresLeaseStore
     readonly handoff: string;
   };
   /** Who hears of handoffs: every candidate of this store, leaders and followers alike, each for its holder. */
-  private readonly handoffListeners = new Map<(word: HandoffWord) => void, string>();
+  private readonly handoffListeners = new HandoffListeners(() => this.session.stopIfUnwanted());
   /** The schema being made, or made; unset again if making it failed. */
   private schemaReady: Promise<void> | undefined;
   /** The check that this role may campaign, once one was made and passed (see `checkMayCampaign`). */
@@ -148,7 +149,7 @@ export class PostgresLeaseStore
       handoff: `handoff ${table} `,
     };
     this.session = new StoreSession(pool, queryTimeout, table, {
-      wanted: () => this.listeners.any || this.handoffListeners.size > 0 || this.standby.wanted,
+      wanted: () => this.listeners.any || this.handoffListeners.any || this.standby.wanted,
       notified: (payload) => this.onNotification(payload),
       ended: () => this.standby.forget(),
       hearing: () => this.listeners.notify('anywhere', 'unheard'),
@@ -208,9 +209,10 @@ export class PostgresLeaseStore
 
   renew({ slot, holder, term }: Lease, _now: ClockReading, expiresAfter: number): Promise<boolean> {
     return this.operation(async () => {
-      const renew = () => this.query(this.statements.renew, [slot, holder, term, expiresAfter, this.payloads.renewed]);
-      if ((await renew()).length === 1) return true;
-      return (await this.leaseLengthAdded()) && (await renew()).length === 1;
+      const rows = await this.writtenWithLength(() =>
+        this.query(this.statements.renew, [slot, holder, term, expiresAfter, this.payloads.renewed]),
+      );
+      return rows.length === 1;
     });
   }
 
@@ -240,7 +242,7 @@ export class PostgresLeaseStore
     const word: HandoffWord = to === undefined ? { kind: 'asked', lease } : { kind: 'asked', lease, to };
     try {
       // Whoever listens here (handOff, for the successor's word) hears from now on.
-      if (this.listeners.any || this.handoffListeners.size > 0) await this.session.get();
+      if (this.listeners.any || this.handoffListeners.any) await this.session.get();
       await this.query(this.statements.tell, [`${this.payloads.handoff}${JSON.stringify(word)}`]);
     } catch (error) {
       throw toLeadershipError(error);
@@ -250,25 +252,18 @@ export class PostgresLeaseStore
   /** Writes the slot to `to` for `window` ms if it still holds `lease`, and tells everyone (see the statement). */
   handOver({ slot, holder, term }: Lease, to: string, _now: ClockReading, window: number): Promise<number | undefined> {
     return this.operation(async () => {
-      const handOver = async () => {
-        const [row] = await this.query<{ term: string }>(this.statements.handOver, [slot, holder, term, to, window, this.payloads.handoff]);
-        return row === undefined ? undefined : Number(row.term);
-      };
-      const handed = await handOver();
-      if (handed !== undefined || !(await this.leaseLengthAdded())) return handed;
-      return handOver();
+      const [row] = await this.writtenWithLength(() =>
+        this.query<{ term: string }>(this.statements.handOver, [slot, holder, term, to, window, this.payloads.handoff]),
+      );
+      return row === undefined ? undefined : Number(row.term);
     });
   }
 
   /** Every word addressed to `holder`, for as long as the session listens (see `StoreSession`). Every process hears every word: a notification reaches all. */
   watchHandoffs(holder: string, listener: (word: HandoffWord) => void): () => void {
-    const own = (word: HandoffWord) => listener(word);
-    this.handoffListeners.set(own, holder);
-    // Opened by the next operation (a candidate's first comes at once), after the schema's:
-    // then both take the same connection of the pool, one after the other.
-    return () => {
-      if (this.handoffListeners.delete(own) && this.handoffListeners.size === 0) this.session.stopIfUnwanted();
-    };
+    // The session is opened by the next operation (a candidate's first comes at once), after
+    // the schema's: then both take the same connection of the pool, one after the other.
+    return this.handoffListeners.add(holder, listener);
   }
 
   /** Releases are reported to every listener; elections and renewals only to those that ask. */
@@ -369,7 +364,7 @@ export class PostgresLeaseStore
         // A session that is wanted is waited for (it is opened in a few ms, or found impossible):
         // a statement sent meanwhile would take a second connection of the pool, which then
         // stays idle in it for pg's idleTimeoutMillis.
-        if (this.listeners.any || this.handoffListeners.size > 0) await this.session.get();
+        if (this.listeners.any || this.handoffListeners.any) await this.session.get();
         return await run();
       } catch (error) {
         throw toLeadershipError(error);
@@ -398,6 +393,15 @@ export class PostgresLeaseStore
     if (leaseLength === this.leaseLength) return;
     this.leaseLength = leaseLength;
     this.statements = statementsFor(this.qualified, { leaseLength });
+  }
+
+  /**
+   * A write of a tenure's row (a renewal, a handover), written again once if it wrote nothing
+   * because `lease_ms` was added meanwhile (see `leaseLengthAdded`).
+   */
+  private async writtenWithLength<R>(write: () => Promise<R[]>): Promise<R[]> {
+    const rows = await write();
+    return rows.length > 0 || !(await this.leaseLengthAdded()) ? rows : write();
   }
 
   /**
@@ -432,9 +436,7 @@ export class PostgresLeaseStore
     else if (payload === this.payloads.renewed) this.listeners.notify('anywhere', 'renewal');
     else if (payload.startsWith(this.payloads.handoff)) {
       const word = handoffWordOf(payload.slice(this.payloads.handoff.length));
-      if (word === undefined) return;
-      const addressee = addresseeOf(word);
-      for (const [listener, holder] of [...this.handoffListeners]) if (holder === addressee) listener(word);
+      if (word !== undefined) this.handoffListeners.deliver(word);
     }
   }
 }

@@ -1,5 +1,6 @@
 import type { FSWatcher } from 'node:fs';
 import { addresseeOf, handoffWordOf } from '../handoff-word';
+import { HandoffListeners } from '../handoff-listeners';
 import type { HandoffWord } from '../lease-store';
 import { SignalFile } from './signal-file';
 
@@ -17,8 +18,8 @@ type Listener = (word: HandoffWord) => void;
 interface Mailbox {
   readonly file: SignalFile | undefined;
   watcher: FSWatcher | undefined;
-  /** Each listener, with the holder whose words it hears. */
-  readonly listeners: Map<Listener, string>;
+  /** Who hears the words of this mailbox's holders. */
+  readonly listeners: HandoffListeners;
 }
 
 /** The mailbox of `holder`: FNV-1a of its UTF-8 bytes, modulo `mailboxCount`. */
@@ -46,23 +47,17 @@ export class HandoffMailboxes {
 
   /** Sends `word` to its addressee, in this connection and through its mailbox's file. */
   tell(word: HandoffWord): void {
-    const addressee = addresseeOf(word);
-    const box = this.box(mailboxOf(addressee));
-    deliver(box, word);
+    const box = this.box(mailboxOf(addresseeOf(word)));
+    box.listeners.deliver(word);
     box.file?.signal(JSON.stringify(word));
   }
 
   /** Calls `listener` with every word addressed to `holder`. Returns the way to stop. */
   watch(holder: string, listener: Listener): () => void {
-    const own: Listener = (word) => listener(word);
     const box = this.box(mailboxOf(holder));
-    box.listeners.set(own, holder);
+    const remove = box.listeners.add(holder, listener);
     this.watchFile(box);
-    return () => {
-      if (!box.listeners.delete(own) || box.listeners.size > 0) return;
-      box.watcher?.close();
-      box.watcher = undefined;
-    };
+    return remove;
   }
 
   /** Watches again every mailbox whose watch went away (its file deleted, a failed watch): at each operation. */
@@ -74,26 +69,29 @@ export class HandoffMailboxes {
     let box = this.boxes.get(index);
     if (box === undefined) {
       const file = this.database === undefined ? undefined : new SignalFile(this.database, `leadership-handoff-${index}`);
-      this.boxes.set(index, (box = { file, watcher: undefined, listeners: new Map() }));
+      const emptied: Mailbox = {
+        file,
+        watcher: undefined,
+        listeners: new HandoffListeners(() => {
+          emptied.watcher?.close();
+          emptied.watcher = undefined;
+        }),
+      };
+      this.boxes.set(index, (box = emptied));
     }
     return box;
   }
 
   private watchFile(box: Mailbox): void {
     const { file } = box;
-    if (box.watcher !== undefined || file === undefined || box.listeners.size === 0 || !this.isOpen()) return;
+    if (box.watcher !== undefined || file === undefined || !box.listeners.any || !this.isOpen()) return;
     file.create();
     box.watcher = file.watch(
       () => {
         const word = handoffWordOf(file.read() ?? '');
-        if (word !== undefined) deliver(box, word);
+        if (word !== undefined) box.listeners.deliver(word);
       },
       () => (box.watcher = undefined),
     );
   }
-}
-
-function deliver(box: Mailbox, word: HandoffWord): void {
-  const addressee = addresseeOf(word);
-  for (const [listener, holder] of [...box.listeners]) if (holder === addressee) listener(word);
 }
