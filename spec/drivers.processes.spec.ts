@@ -1,4 +1,5 @@
 import { overlappingBeliefs } from '../test-kit/history';
+import { watcherCount } from '../test-kit/endpoint-sockets';
 import { eventually } from '../test-kit/eventually';
 import { bunRuntime, nodeRuntime } from '../test-kit/runtimes';
 import type { SqliteDriver } from '../test-kit/worker-database';
@@ -57,6 +58,9 @@ describe.each(['wal', 'delete'] as const)('one leader among three drivers on one
       for (let round = 0; killed.size < drivers.length && round < 15; round++) {
         const leader = await leaderAmong(processes.workers);
         const driver = workers.get(leader) as SqliteDriver;
+        // Only a follower that reached the leader's endpoint has its proof: a follower that
+        // first reads the tenure after the kill waits for the lease (docs/how-it-works.md).
+        await eventually('both followers watching the leader', () => watcherCount(processes.database.file) === workers.size - 1);
         leader.signal('SIGKILL');
         await leader.exited;
         const killedAt = Date.now();
