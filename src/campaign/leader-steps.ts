@@ -99,8 +99,15 @@ export class LeaderSteps {
     else this.expire();
   }
 
+  /**
+   * Node.js starts a timer's count at the event loop's cached time, which lags behind the
+   * clock after synchronous work: the timer may fire a few ms before the lease's end. The
+   * tenure then waits out what is left, so that the leader has all of the lease it wrote.
+   */
   private readonly expire = (): void => {
     const leading = this.campaign.phase;
-    if (leading.name === 'leading') this.campaign.lose(leading, 'expired');
+    if (leading.name !== 'leading') return;
+    if (leading.expiresAt > this.campaign.now()) this.scheduleExpiry(leading);
+    else this.campaign.lose(leading, 'expired');
   };
 }
