@@ -35,6 +35,15 @@ describe('observeLeadership config', () => {
     ['sitOut', 0.5, RangeError, 'got `0.5` (number)'],
     ['lockDelay', -1, RangeError, 'Expected `lockDelay` to be an integer from 0 to 2147483647, got `-1` (number)'],
     ['lockDelay', '5s', TypeError, 'got `"5s"` (string)'],
+    ['advertise', '', RangeError, 'Expected `advertise` to be a non-empty string of at most 1024 characters, got `""` (string)'],
+    ['advertise', 'u'.repeat(1_025), RangeError, 'Expected `advertise` to be a non-empty string of at most 1024 characters'],
+    ['advertise', 8080, TypeError, 'Expected `advertise` to be a string or an Observable of strings, got `8080` (number)'],
+    [
+      'advertise',
+      Promise.resolve('http://a'),
+      TypeError,
+      'Expected `advertise` to be a string or an Observable of strings, got `Promise` (object)',
+    ],
   ])('refuses %s = %p with a %p that says what it expected', (field, value, kind, message) => {
     expect(attempt({ [field]: value })).toThrow(kind);
     expect(attempt({ [field]: value })).toThrow(message);
@@ -50,7 +59,7 @@ describe('observeLeadership config', () => {
   it('refuses unknown options, so that a misspelt one is not silently ignored', () => {
     expect(attempt({ renewEveryMs: 100 })).toThrow(
       new TypeError(
-        'Expected `config` to be an object with only renewEvery, expiresAfter, retryEvery, slot, holder, scheduler, instrument, stepDown, sitOut, lockDelay, got `"renewEveryMs"` (string)',
+        'Expected `config` to be an object with only renewEvery, expiresAfter, retryEvery, slot, holder, scheduler, instrument, stepDown, sitOut, lockDelay, advertise, got `"renewEveryMs"` (string)',
       ),
     );
   });

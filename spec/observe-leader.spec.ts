@@ -8,8 +8,8 @@ import { virtualTime } from './support/virtual-time';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 
 const timing = { renewEvery: 10, expiresAfter: 30, retryEvery: 4 };
-const leads = (holder: string, term: number, expiresAt: number): LeaderState => ({ slot: 0, holder, term, expiresAt });
-const nobody: LeaderState = { slot: 0, holder: null, term: null, expiresAt: null };
+const leads = (holder: string, term: number, expiresAt: number): LeaderState => ({ slot: 0, holder, term, expiresAt, advertised: null });
+const nobody: LeaderState = { slot: 0, holder: null, term: null, expiresAt: null, advertised: null };
 
 describe('observeLeader', () => {
   let db: Database.Database;

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { BehaviorSubject } from 'rxjs';
 import { eventually } from '../../test-kit/eventually';
 import { observeLeadership } from '../../src';
 import { watcherCount } from '../../test-kit/endpoint-sockets';
@@ -68,7 +69,13 @@ describe('the observe-leadership command', () => {
             .prepare("SELECT name FROM sqlite_master WHERE name LIKE 'worker_leadership%' AND type = 'table' ORDER BY name")
             .pluck()
             .all(),
-        ).toEqual(['worker_leadership', 'worker_leadership_deadline', 'worker_leadership_standby', 'worker_leadership_term']);
+        ).toEqual([
+          'worker_leadership',
+          'worker_leadership_advertised',
+          'worker_leadership_deadline',
+          'worker_leadership_standby',
+          'worker_leadership_term',
+        ]);
       } finally {
         tables.close();
       }
@@ -125,12 +132,12 @@ describe('the observe-leadership command', () => {
       expect(await cli('handoff', file.file, '--within', '0')).toEqual(exits(2, '--within must be a whole number'));
     });
 
-    it('tells who leads a database that a worker is using, as text and as JSON', async () => {
-      const worker = observeLeadership(file.open(), { holder: 'worker-1' }).subscribe();
+    it('tells who leads a database that a worker is using, and where it says it can be reached, as text and as JSON', async () => {
+      const worker = observeLeadership(file.open(), { holder: 'worker-1', advertise: 'http://10.0.0.1:8080' }).subscribe();
       try {
         const text = await cli('status', file.file);
         expect(text.code).toBe(0);
-        expect(text.output).toMatch(/holder +worker-1\nterm +1\nexpires +in \d+\.\d s .*\nlive +yes/);
+        expect(text.output).toMatch(/holder +worker-1\nterm +1\nexpires +in \d+\.\d s .*\nreach +http:\/\/10\.0\.0\.1:8080\nlive +yes/);
         const json = await cli('status', file.file, '--json');
         const status = JSON.parse(json.output);
         expect(status).toEqual({
@@ -140,12 +147,13 @@ describe('the observe-leadership command', () => {
           expiresAt: expect.any(Number),
           expiresIn: expect.any(Number),
           live: true,
+          advertised: 'http://10.0.0.1:8080',
         });
         expect(Number.isInteger(status.expiresIn)).toBe(true); // whole ms, as the lease's end is stored
       } finally {
         worker.unsubscribe();
       }
-      expect(JSON.parse((await cli('status', file.file, '--json')).output)).toMatchObject({ holder: null, live: false });
+      expect(JSON.parse((await cli('status', file.file, '--json')).output)).toMatchObject({ holder: null, live: false, advertised: null });
     });
 
     it('waits out a lock held for a moment, as a busy timeout would, though the library never waits in one', async () => {
@@ -201,10 +209,14 @@ describe('the observe-leadership command', () => {
   });
 
   describe('watch', () => {
-    it('prints each change of hands until Ctrl-C, then exits 0', async () => {
+    it('prints each change of hands, and of what the leader advertises, until Ctrl-C, then exits 0', async () => {
       const watcher = start('watch', file.file, '--poll-every', '100');
-      const worker = observeLeadership(file.open(), { holder: 'worker-1' }).subscribe();
-      await eventually('the election shown', () => watcher.output.includes('worker-1 leads, term 1'));
+      const address = new BehaviorSubject('http://10.0.0.1:8080');
+      const worker = observeLeadership(file.open(), { holder: 'worker-1', advertise: address }).subscribe();
+      await eventually('the election shown', () => watcher.output.includes('worker-1 leads, term 1, lease until'));
+      expect(watcher.output).toMatch(/worker-1 leads, term 1, lease until [\d:.]+, reach at http:\/\/10\.0\.0\.1:8080\n/);
+      address.next('http://10.0.0.2:8080');
+      await watcher.shows(/worker-1 renewed, term 1, lease until [\d:.]+, reach at http:\/\/10\.0\.0\.2:8080\n/);
       worker.unsubscribe();
       await eventually('the release shown', () => watcher.output.includes('nobody leads (worker-1 released'));
       watcher.process.kill('SIGINT');
@@ -360,6 +372,7 @@ describe('the observe-leadership command', () => {
           expiresIn: expect.any(Number),
           live: true,
           length: 60_000,
+          advertised: null,
         });
       } finally {
         worker.unsubscribe();

@@ -1,15 +1,19 @@
-import { Subscription } from 'rxjs';
+import { BehaviorSubject, Subscription } from 'rxjs';
 import {
   ChangeSignals,
+  ElectedEvent,
   fenced,
   handOff,
   HandoffWord,
   Handoffs,
+  LeaderState,
   LeadershipError,
   LeadershipEvent,
   Lease,
   LeaseStore,
+  observeLeader,
   observeLeadership,
+  RenewedEvent,
 } from '../../src';
 import { postgresLeaseStore } from '../../src/postgres';
 import { sqliteLeaseStore } from '../../src/store/sqlite/sqlite-lease-store';
@@ -159,6 +163,31 @@ describe.each(stores)('%s lease store', (_, open) => {
       expect(attempts.filter(({ acquired }) => acquired)).toHaveLength(1);
     });
 
+    it('keeps what a tenure advertises with that tenure only: written at the take and by renewals, gone once another takes or the slot is handed on', async () => {
+      const first = await store.acquire(0, 'a', at(Date.now()), 1, { advertised: 'http://a:8080' });
+      expect(first.lease.advertised).toBe('http://a:8080');
+      const look = async () => (await store.look(0, at(Date.now())))?.lease;
+      expect(await look()).toMatchObject({ holder: 'a', advertised: 'http://a:8080' });
+      const lease = { slot: 0, holder: 'a', term: first.lease.term };
+      // A leader changes it without a new election: the same term.
+      expect(await store.renew(lease, at(Date.now()), 1, { advertised: 'http://a:9090' })).toBe(true);
+      expect(await look()).toMatchObject({ holder: 'a', term: first.lease.term, advertised: 'http://a:9090' });
+      // Taken by a candidate that advertises nothing: nothing of a's shows for b.
+      await until(20);
+      const seen = await acquire('b');
+      const taken = seen.acquired ? seen : (await until(20), await store.acquire(0, 'b', at(Date.now()), 60_000, { over: seen.lease }));
+      expect(taken.acquired).toBe(true);
+      expect(taken.lease.advertised).toBeUndefined();
+      expect(await look()).toEqual(expect.not.objectContaining({ advertised: expect.anything() }));
+      // Renewing with nothing advertises nothing, and a handed window shows nothing of its giver.
+      const b = { slot: 0, holder: 'b', term: taken.lease.term };
+      expect(await store.renew(b, at(Date.now()), 60_000, { advertised: 'http://b' })).toBe(true);
+      expect((await look())?.advertised).toBe('http://b');
+      await store.capabilities?.handoffs?.handOver(b, 'c', at(Date.now()), 1_000);
+      expect(await look()).toEqual(expect.objectContaining({ holder: 'c' }));
+      expect((await look())?.advertised).toBeUndefined();
+    });
+
     it('tells a watcher of a release', async () => {
       const { lease } = await acquire('a');
       let told = 0;
@@ -229,6 +258,36 @@ describe.each(stores)('%s lease store', (_, open) => {
       await eventually('three renewals of a', () => a.types().filter((type) => type === 'renewed').length >= 3);
       expect(b.events).toEqual([]);
       expect(c.events).toEqual([]);
+    });
+
+    it('advertises what the leader says: with elected, to observers, and a change in the same tenure with a renewal', async () => {
+      const address = new BehaviorSubject('http://10.0.0.1:8080');
+      const events: LeadershipEvent[] = [];
+      subscriptions.push(
+        observeLeadership(store, { ...timing, renewEvery: 60_000, expiresAfter: 120_000, advertise: address }).subscribe((e) =>
+          events.push(e),
+        ),
+      );
+      const states: LeaderState[] = [];
+      subscriptions.push(observeLeader(store, { pollEvery: 50 }).subscribe((state) => states.push(state)));
+      const elected = await eventually('elected', () => events.find((e): e is ElectedEvent => e.type === 'elected'));
+      expect(elected.advertised).toBe('http://10.0.0.1:8080');
+      await eventually('an observer sees it', () => states.find((state) => state.advertised === 'http://10.0.0.1:8080'));
+      address.next('http://10.0.0.2:8080');
+      // Long before the next renewal is due (a minute): written at once, the same term.
+      const renewed = await eventually('the change written', () => events.find((e): e is RenewedEvent => e.type === 'renewed'));
+      expect(renewed).toMatchObject({ term: elected.term, advertised: 'http://10.0.0.2:8080' });
+      const seen = await eventually('an observer sees the change', () =>
+        states.find((state) => state.advertised === 'http://10.0.0.2:8080'),
+      );
+      expect(seen).toMatchObject({ holder: elected.holder, term: elected.term });
+      // A value over the limit ends the stream as a bad option would.
+      let failure: unknown;
+      const another = new BehaviorSubject('http://10.0.0.3:8080');
+      subscriptions.push(observeLeadership(store, { ...timing, advertise: another }).subscribe({ error: (error) => (failure = error) }));
+      another.next('x'.repeat(1_025));
+      expect(failure).toBeInstanceOf(RangeError);
+      expect(String(failure)).toMatch(/advertise/);
     });
 
     it('hands over at once when the leader unsubscribes, to a candidate with a greater term', async () => {

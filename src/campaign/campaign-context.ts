@@ -1,5 +1,5 @@
 import type { SchedulerLike } from 'rxjs';
-import type { Lease, LeadershipEvent } from '../core/leadership-event';
+import type { ElectedEvent, Lease, LeadershipEvent, RenewedEvent } from '../core/leadership-event';
 import type { ClockReading, LeaseRecord, LeaseStore, StoreCapabilities } from '../store/lease-store';
 import type { Following, Leading, Phase } from './campaign-phase';
 import type { LockRetry } from './lock-retry';
@@ -58,4 +58,8 @@ export interface CampaignContext {
   /** Now, in whole ms on the scheduler's clock. */
   now(): number;
   lease(term: number, holder?: string): Lease;
+  /** What this candidate advertises now, written with each tenure and renewal; nothing when `undefined`. */
+  readonly advertised: string | undefined;
+  /** The `elected` or `renewed` event of `leading`'s tenure, with what its lease advertises. */
+  tenureEvent(type: 'elected' | 'renewed', leading: Leading): ElectedEvent | RenewedEvent;
 }

@@ -67,6 +67,8 @@ export interface Leading {
   readonly term: number;
   readonly expiresAt: number;
   readonly quietUntil?: number;
+  /** What the lease it last wrote advertises (see `LeadershipConfig.advertise`). */
+  readonly advertised?: string;
 }
 
 /** Stopped: only leaving the phase it stopped in is left to do (a release, a standby place given up). */

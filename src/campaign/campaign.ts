@@ -5,7 +5,7 @@
  */
 import { SchedulerLike, Subscription } from 'rxjs';
 import { LeadershipError } from '../core/leadership-error';
-import { Lease, LeadershipEvent, LostReason } from '../core/leadership-event';
+import { ElectedEvent, Lease, LeadershipEvent, LostReason, RenewedEvent } from '../core/leadership-event';
 import { readClocks } from '../core/monotonic-scheduler';
 import type { Eventually } from '../core/eventually';
 import { ClockReading, HandoffWord, LeaseRecord, LeaseStore, StoreCapabilities } from '../store/lease-store';
@@ -71,6 +71,26 @@ export class Campaign implements CampaignContext {
     readonly scheduler: SchedulerLike,
   ) {
     this.powers = store.capabilities ?? {};
+  }
+
+  /** What this candidate advertises now (see `advertise`). */
+  advertised: string | undefined;
+
+  /**
+   * What this candidate advertises from now on: written with its next tenure, and by a
+   * leader at once, with a renewal (the same tenure and term).
+   */
+  advertise(value: string): void {
+    if (value === this.advertised) return;
+    this.advertised = value;
+    const leading = this.phase;
+    if (leading.name === 'leading') this.leader.advertiseNow(leading);
+  }
+
+  /** The `elected` or `renewed` event of `leading`'s tenure. */
+  tenureEvent(type: 'elected' | 'renewed', leading: Leading): ElectedEvent | RenewedEvent {
+    const { advertised } = leading;
+    return { type, ...this.lease(leading.term), expiresAt: leading.expiresAt, ...(advertised !== undefined && { advertised }) };
   }
 
   /** Tries to acquire at once, then goes on by itself until stopped. */
@@ -193,7 +213,7 @@ export class Campaign implements CampaignContext {
       return this.wake(this.follower.attempt, 0);
     }
     this.phase = leading;
-    if (leading.quietUntil !== undefined || this.emit({ type: 'elected', ...this.lease(leading.term), expiresAt: leading.expiresAt })) {
+    if (leading.quietUntil !== undefined || this.emit(this.tenureEvent('elected', leading))) {
       this.leader.renewInTime(leading);
     }
   }

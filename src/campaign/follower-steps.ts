@@ -3,7 +3,7 @@ import { isPromiseLike } from '../core/eventually';
 import { stands } from '../store/lease-check';
 import { AcquireResult, ChangeOrigin, LeaseChange, LeaseRecord, LockTaken, sameTenure } from '../store/lease-store';
 import type { CampaignContext } from './campaign-context';
-import type { Following } from './campaign-phase';
+import type { Following, Leading } from './campaign-phase';
 
 /**
  * How many followers of a slot stand by: they watch for releases and take the slot within
@@ -130,21 +130,24 @@ export class FollowerSteps {
     const { expiresAfter } = campaign.timing;
     const { ended } = follower;
     const over = follower.observation.over(sentAt);
+    const { advertised } = campaign;
     campaign.flights.run(
-      () => campaign.store.acquire(campaign.slot, campaign.holder, campaign.reading(), expiresAfter, { waitForLock, ended, over }),
-      (result) => this.onAcquireResult(follower, result, sentAt),
+      () =>
+        campaign.store.acquire(campaign.slot, campaign.holder, campaign.reading(), expiresAfter, { waitForLock, ended, over, advertised }),
+      (result) => this.onAcquireResult(follower, result, sentAt, advertised),
       (error) => this.onAcquireError(follower, error, waitForLock),
     );
   }
 
-  private onAcquireResult(follower: Following, result: AcquireResult, sentAt: number): void {
+  private onAcquireResult(follower: Following, result: AcquireResult, sentAt: number, advertised: string | undefined): void {
     const { campaign } = this;
     const { activity } = follower;
     follower.activity = { name: 'waiting' };
     campaign.lockRetry.clear();
     campaign.answered();
     if (result.acquired) {
-      const leading = { name: 'leading', term: result.lease.term, expiresAt: sentAt + campaign.timing.expiresAfter } as const;
+      const expiresAt = sentAt + campaign.timing.expiresAfter;
+      const leading: Leading = { name: 'leading', term: result.lease.term, expiresAt, ...(advertised !== undefined && { advertised }) };
       // A tenure whose end was proven is no expired lease: no lock-delay for it.
       const replaced = result.replaced !== undefined && !sameTenure(result.replaced, follower.ended) ? result.replaced : undefined;
       return campaign.lead(follower, leading, replaced);

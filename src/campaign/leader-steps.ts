@@ -37,10 +37,11 @@ export class LeaderSteps {
     const sentExactly = campaign.scheduler.now(); // for how long it took; the belief counts in whole ms
     const sentAt = Math.floor(sentExactly);
     const { expiresAfter } = campaign.timing;
+    const { advertised } = campaign;
     campaign.flights.run(
       // Even after a pause past the lease, this succeeds only if nobody took the slot
       // meanwhile (the store checks holder and term), so the tenure may go on.
-      () => campaign.store.renew(campaign.lease(term), campaign.reading(), expiresAfter),
+      () => campaign.store.renew(campaign.lease(term), campaign.reading(), expiresAfter, { advertised }),
       (renewed) => {
         campaign.timedRenewal(campaign.scheduler.now() - sentExactly);
         campaign.answered();
@@ -53,10 +54,18 @@ export class LeaderSteps {
         const { quietUntil } = leading;
         const announced = quietUntil !== undefined && campaign.now() >= quietUntil;
         const stillQuiet = quietUntil !== undefined && !announced;
-        const renewedTo: Leading = { name: 'leading', term, expiresAt: sentAt + expiresAfter, ...(stillQuiet && { quietUntil }) };
+        const renewedTo: Leading = {
+          name: 'leading',
+          term,
+          expiresAt: sentAt + expiresAfter,
+          ...(stillQuiet && { quietUntil }),
+          ...(advertised !== undefined && { advertised }),
+        };
         campaign.renewed(renewedTo);
-        const event = { type: announced ? 'elected' : 'renewed', ...campaign.lease(term), expiresAt: renewedTo.expiresAt } as const;
-        if (stillQuiet || campaign.emit(event)) this.renewInTime(renewedTo);
+        if (!stillQuiet && !campaign.emit(campaign.tenureEvent(announced ? 'elected' : 'renewed', renewedTo))) return;
+        // Changed while this renewal was on its way: written by the next one, at once.
+        if (!stillQuiet && campaign.advertised !== advertised) this.scheduleRenewal(renewedTo, 0);
+        else this.renewInTime(renewedTo);
       },
       (error) => {
         if (campaign.phase !== leading) return;
@@ -83,6 +92,15 @@ export class LeaderSteps {
       if (!campaign.emit({ type: 'error', slot: campaign.slot, holder: campaign.holder, error: lockedOut(error, lockedFor) })) return;
     }
     this.scheduleRenewal(leading, step);
+  }
+
+  /**
+   * What the leader advertises changed: a renewal at once writes it (etcd's Proclaim: the
+   * same tenure, the same term), unless one is in flight, whose answer schedules the next.
+   */
+  advertiseNow(leading: Leading): void {
+    if (leading.quietUntil !== undefined || this.campaign.flights.busy) return;
+    this.scheduleRenewal(leading, 0);
   }
 
   /** Renews after `interval`, unless the lease ends first: then the tenure ends at its expiry. */

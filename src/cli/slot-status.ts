@@ -13,6 +13,8 @@ export interface SlotStatus {
    * unchanged for its length).
    */
   readonly live: boolean | null;
+  /** What the holder advertises (its `advertise` option); `null` for nothing. Never a Prometheus label (docs/command-line.md). */
+  readonly advertised: string | null;
   /** On PostgreSQL, the lease's length as its holder wrote it. */
   readonly length?: number;
 }

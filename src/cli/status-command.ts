@@ -23,12 +23,13 @@ export async function statusCommand(argv: readonly string[], print: (line: strin
       ? {
           slot,
           ...view.lease,
+          advertised: view.lease.advertised ?? null,
           // Whole ms, as the lease's end is stored: what is below comes from the reading, not the lease.
           expiresIn: Math.round(view.expiresIn),
           live: liveness(view),
           ...(view.observeFor !== undefined && { length: view.observeFor }),
         }
-      : { slot, holder: null, term: null, expiresAt: null, expiresIn: null, live: false };
+      : { slot, holder: null, term: null, expiresAt: null, expiresIn: null, live: false, advertised: null };
     if (parsed.options.has('json')) {
       print(JSON.stringify(status));
     } else if (parsed.options.has('prometheus')) {
@@ -48,7 +49,7 @@ function liveness({ expiresIn, observeFor }: LeaseView): boolean | null {
   return stands(expiresIn) && expiresIn <= observeFor ? true : null;
 }
 
-function statusLines({ slot, holder, term, expiresAt, expiresIn, live, length }: SlotStatus): string[] {
+function statusLines({ slot, holder, term, expiresAt, expiresIn, live, length, advertised }: SlotStatus): string[] {
   if (holder === null || expiresAt === null || expiresIn === null) {
     return [`slot     ${slot}`, 'holder   (none: the slot is free)', 'live     no'];
   }
@@ -58,6 +59,7 @@ function statusLines({ slot, holder, term, expiresAt, expiresIn, live, length }:
     `holder   ${holder}`,
     `term     ${term}`,
     `expires  ${when} (${new Date(expiresAt).toISOString()})`,
+    ...(advertised === null ? [] : [`reach    ${advertised}`]),
     `live     ${
       live === null
         ? `unknown: the server's clock may have stepped; candidates take the lease once they watched it unchanged for ${describeDuration(length ?? 0)}`

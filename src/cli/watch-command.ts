@@ -51,9 +51,14 @@ export async function watchCommand(argv: readonly string[], print: (line: string
   });
 }
 
-function describeChange(previous: LeaderState | undefined, { holder, term, expiresAt }: LeaderState): string {
+function describeChange(previous: LeaderState | undefined, { holder, term, expiresAt, advertised }: LeaderState): string {
   if (holder === null) return previous?.holder ? `nobody leads (${previous.holder} released or its lease ran out)` : 'nobody leads';
   const until = `lease until ${timeOfDay(expiresAt as number)}`;
-  if (previous?.holder === holder && previous.term === term) return `${holder} renewed, term ${term}, ${until}`;
-  return `${holder} leads, term ${term}, ${until}`;
+  const reach = advertised === null ? '' : `, reach at ${advertised}`;
+  if (previous?.holder === holder && previous.term === term) {
+    return previous.advertised === advertised
+      ? `${holder} renewed, term ${term}, ${until}`
+      : `${holder} renewed, term ${term}, ${until}${reach || ', advertises nothing'}`;
+  }
+  return `${holder} leads, term ${term}, ${until}${reach}`;
 }

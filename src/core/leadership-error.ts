@@ -17,8 +17,8 @@
  * - `DATABASE_CORRUPT`: the file is not a database, or is damaged. Terminal.
  * - `DATABASE_MOVED`: the database file was deleted or replaced since the connection opened
  *   it, so other processes that open the path use another database. Terminal.
- * - `SCHEMA_MISMATCH`: a `worker_leadership` (or `worker_leadership_term`,
- *   `worker_leadership_standby`) table exists with another shape; on PostgreSQL, the
+ * - `SCHEMA_MISMATCH`: a `worker_leadership` (or one of its companions: `worker_leadership_term`,
+ *   `_deadline`, `_standby`, `_advertised`) table exists with another shape; on PostgreSQL, the
  *   named lease table or its term sequence. Terminal.
  * - `EXCLUSIVE_LOCKING`: the SQLite connection is in `locking_mode = EXCLUSIVE`, which would
  *   lock every other process out of the file for good. Terminal.

@@ -20,6 +20,8 @@ export interface ElectedEvent extends Lease {
    * with PostgreSQL, never later than what the server stored by its own clock.
    */
   readonly expiresAt: number;
+  /** What this candidate advertises to followers (the `advertise` option), written with the tenure; absent for nothing. */
+  readonly advertised?: string;
 }
 
 /** The leader extended its lease; same tenure, same term. */
@@ -28,6 +30,8 @@ export interface RenewedEvent extends Lease {
   readonly type: 'renewed';
   /** Unix ms, on this candidate's clock: the new end of the lease (see `ElectedEvent`). */
   readonly expiresAt: number;
+  /** What the leader advertises, written with this renewal: a change of `advertise` shows here first. */
+  readonly advertised?: string;
 }
 
 /**

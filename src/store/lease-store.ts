@@ -35,6 +35,12 @@ export interface LeaseRecord {
   readonly term: number;
   /** When the lease ends unless renewed. */
   readonly expiresAt: number;
+  /**
+   * What its holder advertises to followers (the `advertise` option: a URL, say), where the
+   * store keeps it and the holder said something; written with the tenure, and only ever
+   * read back for that very tenure.
+   */
+  readonly advertised?: string;
 }
 
 export type { Eventually };
@@ -92,6 +98,17 @@ export interface AcquireOptions {
    * ignore it.
    */
   readonly over?: LeaseRecord;
+  /** What the candidate advertises, written with the tenure if it wins (see `LeaseRecord.advertised`). */
+  readonly advertised?: string;
+}
+
+/** What a renewal writes besides the lease's new end. */
+export interface RenewOptions {
+  /**
+   * What the leader advertises now, written with the renewal (nothing: it advertises
+   * nothing): how a leader changes it without a new election.
+   */
+  readonly advertised?: string;
 }
 
 /** Whether `lease` (a row as read, or a tenure) is the tenure `tenure`: the same holder and term. */
@@ -200,10 +217,11 @@ export interface LeaseStore extends LeaseReader {
   acquire(slot: number, holder: string, now: ClockReading, expiresAfter: number, options?: AcquireOptions): Eventually<AcquireResult>;
   /**
    * Moves the end of `lease` to `expiresAfter` ms from now if the row still holds that holder
-   * and term, which proves that nobody else took the slot since the tenure began. Returns
+   * and term, which proves that nobody else took the slot since the tenure began, and
+   * writes what the leader advertises now (a store that cannot keep it ignores it). Returns
    * `false` when it does not.
    */
-  renew(lease: Lease, now: ClockReading, expiresAfter: number): Eventually<boolean>;
+  renew(lease: Lease, now: ClockReading, expiresAfter: number, options?: RenewOptions): Eventually<boolean>;
   /** Frees the slot if, and only if, it still holds `lease`. Returns whether it did. */
   release(lease: Lease): Eventually<boolean>;
   /** What the store can do beyond these operations (see {@link StoreCapabilities}). */

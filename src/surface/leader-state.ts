@@ -11,4 +11,10 @@ export interface LeaderState {
    * the server's clock); `null` when nobody leads.
    */
   readonly expiresAt: number | null;
+  /**
+   * What the leader advertises to followers (its `advertise` option: a URL, say); `null`
+   * when nobody leads or it advertises nothing. A leader's change shows at the observer's
+   * next look (at most `pollEvery` later); a new leader's, at once.
+   */
+  readonly advertised: string | null;
 }

@@ -103,10 +103,10 @@ export class LeaderWatch {
 
 function stateOf(slot: number, view: LeaseView | undefined, expiresIn: number): LeaderState {
   return view !== undefined && stands(expiresIn)
-    ? { slot, holder: view.lease.holder, term: view.lease.term, expiresAt: view.lease.expiresAt }
-    : { slot, holder: null, term: null, expiresAt: null };
+    ? { slot, holder: view.lease.holder, term: view.lease.term, expiresAt: view.lease.expiresAt, advertised: view.lease.advertised ?? null }
+    : { slot, holder: null, term: null, expiresAt: null, advertised: null };
 }
 
 function sameState(a: LeaderState, b: LeaderState): boolean {
-  return a.holder === b.holder && a.term === b.term && a.expiresAt === b.expiresAt;
+  return a.holder === b.holder && a.term === b.term && a.expiresAt === b.expiresAt && a.advertised === b.advertised;
 }

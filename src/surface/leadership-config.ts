@@ -86,6 +86,18 @@ export interface LeadershipConfig {
    * @default 0
    */
   lockDelay?: number;
+  /**
+   * What followers need to reach this candidate when it leads (a URL, say: etcd's
+   * `Proclaim`, Consul's lock value), at most 1,024 characters: stored with each tenure it
+   * wins, carried by its `elected` and `renewed` events, shown by `observeLeader` and the
+   * command line. An Observable changes it over time: a leader writes each new value at once
+   * with a renewal, in the same tenure and term; before its first value, nothing is
+   * advertised. A value that is not such a string ends the stream with the `RangeError` or
+   * `TypeError` a bad option throws. Anybody who can read the database can read it: never a
+   * secret.
+   * @default nothing
+   */
+  advertise?: string | Observable<string>;
 }
 
 /** The configuration with every default applied and every value checked. */
@@ -102,9 +114,17 @@ export interface ResolvedLeadershipConfig {
   readonly stepDown: Observable<unknown> | undefined;
   readonly sitOut: number;
   readonly lockDelay: number;
+  readonly advertise: string | Observable<string> | undefined;
 }
 
 export const MAX_HOLDER_LENGTH = 256;
+/** The longest value a candidate may advertise, in characters: room for any URL a follower needs. */
+const MAX_ADVERTISED_LENGTH = 1_024;
+
+/** Checks one value to advertise (see `LeadershipConfig.advertise`), as the option is checked. */
+export function expectAdvertised(value: unknown): string {
+  return expectString('advertise', value, MAX_ADVERTISED_LENGTH);
+}
 const knownOptions = [
   'renewEvery',
   'expiresAfter',
@@ -116,13 +136,14 @@ const knownOptions = [
   'stepDown',
   'sitOut',
   'lockDelay',
+  'advertise',
 ];
 
 /** Checks `config` once, up front, and throws a `TypeError` or `RangeError` naming the field. */
 export function resolveLeadershipConfig(config: LeadershipConfig = {}): ResolvedLeadershipConfig {
   expectConfig(config, knownOptions);
   const { renewEvery = 30_000, expiresAfter = 60_000, retryEvery = 1_000, slot = 0, holder, scheduler, instrument, stepDown } = config;
-  const { sitOut = expiresAfter, lockDelay = 0 } = config;
+  const { sitOut = expiresAfter, lockDelay = 0, advertise } = config;
 
   expectInteger('renewEvery', renewEvery, 1, MAX_DELAY);
   expectInteger('expiresAfter', expiresAfter, 2, MAX_DELAY);
@@ -137,5 +158,9 @@ export function resolveLeadershipConfig(config: LeadershipConfig = {}): Resolved
   if (stepDown !== undefined && !isObservable(stepDown)) throw argumentError(TypeError, 'stepDown', 'an Observable', stepDown);
   expectInteger('sitOut', sitOut, 0, MAX_DELAY);
   expectInteger('lockDelay', lockDelay, 0, MAX_DELAY);
-  return { renewEvery, expiresAfter, retryEvery, slot, holder, scheduler, instrument, stepDown, sitOut, lockDelay };
+  if (advertise !== undefined && !isObservable(advertise)) {
+    if (typeof advertise !== 'string') throw argumentError(TypeError, 'advertise', 'a string or an Observable of strings', advertise);
+    expectAdvertised(advertise);
+  }
+  return { renewEvery, expiresAfter, retryEvery, slot, holder, scheduler, instrument, stepDown, sitOut, lockDelay, advertise };
 }

@@ -1,12 +1,12 @@
 import { storeOrDatabase } from '../store/given-database';
 import type { SqliteDatabaseLike } from '../store/sqlite/sqlite-database-like';
-import { Observable } from 'rxjs';
+import { Observable, Subscriber, Subscription } from 'rxjs';
 import { ulid } from 'ulid';
-import { Campaign } from '../campaign/campaign';
+import { Campaign, CampaignObserver } from '../campaign/campaign';
 import { monotonicScheduler } from '../core/monotonic-scheduler';
 import { enrollBeliever, enrollCandidate } from './candidate-registry';
-import { LeadershipConfig, resolveLeadershipConfig } from './leadership-config';
-import { beginAll } from './instrument';
+import { expectAdvertised, LeadershipConfig, resolveLeadershipConfig } from './leadership-config';
+import { beginAll, CandidateRecording } from './instrument';
 import { LeadershipEvent } from '../core/leadership-event';
 import { LeaseStore } from '../store/lease-store';
 import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
@@ -44,7 +44,15 @@ import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 export function observeLeadership(db: SqliteDatabaseLike | LeaseStore, config?: LeadershipConfig): Observable<LeadershipEvent> {
   const given = storeOrDatabase('db', db, 'store');
   const store = 'store' in given ? given.store : sqliteLeaseStore(given.database);
-  const { slot, holder: fixedHolder, scheduler = monotonicScheduler, instrument, stepDown, ...timing } = resolveLeadershipConfig(config);
+  const {
+    slot,
+    holder: fixedHolder,
+    scheduler = monotonicScheduler,
+    instrument,
+    stepDown,
+    advertise,
+    ...timing
+  } = resolveLeadershipConfig(config);
 
   return new Observable<LeadershipEvent>((subscriber) => {
     const holder = fixedHolder ?? ulid();
@@ -56,40 +64,68 @@ export function observeLeadership(db: SqliteDatabaseLike | LeaseStore, config?: 
       return;
     }
     const recording = beginAll(instrument, { slot, holder, ...timing, now: () => scheduler.now() });
-    const observer = recording
-      ? {
-          next: (event: LeadershipEvent) => {
-            if (!subscriber.closed) {
-              if (event.type === 'error') recording.failed(event.error);
-              recording.record(event);
-            }
-            subscriber.next(event);
-          },
-          error: (error: unknown) => {
-            if (!subscriber.closed) recording.error?.(error);
-            subscriber.error(error);
-          },
-          answered: () => {
-            if (!subscriber.closed) recording.answered();
-          },
-          timed: (operation: 'renewal', ms: number) => {
-            if (!subscriber.closed) recording.timed(operation, ms / 1000);
-          },
-        }
-      : subscriber;
-    const campaign = new Campaign(store, slot, holder, timing, observer, scheduler);
+    const campaign = new Campaign(store, slot, holder, timing, recording ? recorded(subscriber, recording) : subscriber, scheduler);
     const leave = enrollBeliever(slot, holder, campaign);
     // As takeUntil's notifier: its error ends the stream, its completion nothing.
     const steppingDown = stepDown?.subscribe({ next: () => campaign.stepDown(), error: (error: unknown) => subscriber.error(error) });
+    const advertising = advertiseThrough(campaign, advertise, (error) => subscriber.error(error));
     // Added before the first attempt: a subscriber that stops at `elected` (take(1)) stops
     // the campaign from inside that attempt, and the lease must still be released.
     subscriber.add(() => {
       steppingDown?.unsubscribe();
+      advertising?.unsubscribe();
       campaign.stop();
       leave();
       withdraw();
       recording?.end();
     });
-    campaign.start();
+    // A notifier that failed at once ended the stream already: nothing to start.
+    if (!subscriber.closed) campaign.start();
   });
+}
+
+/**
+ * Tells `campaign` what to advertise: the option's one value, or each value of its
+ * Observable, checked as the option is (a bad one ends the stream, through `fail`).
+ * Subscribed before the first attempt: a value it has at once goes with the first tenure.
+ */
+function advertiseThrough(
+  campaign: Campaign,
+  advertise: string | Observable<string> | undefined,
+  fail: (error: unknown) => void,
+): Subscription | undefined {
+  if (typeof advertise === 'string') return void campaign.advertise(advertise);
+  return advertise?.subscribe({
+    next: (value) => {
+      try {
+        campaign.advertise(expectAdvertised(value));
+      } catch (error) {
+        fail(error);
+      }
+    },
+    error: fail,
+  });
+}
+
+/** What a campaign tells `subscriber`, told to the instruments' `recording` first while the subscriber listens. */
+function recorded(subscriber: Subscriber<LeadershipEvent>, recording: Required<CandidateRecording>): CampaignObserver {
+  return {
+    next: (event: LeadershipEvent) => {
+      if (!subscriber.closed) {
+        if (event.type === 'error') recording.failed(event.error);
+        recording.record(event);
+      }
+      subscriber.next(event);
+    },
+    error: (error: unknown) => {
+      if (!subscriber.closed) recording.error?.(error);
+      subscriber.error(error);
+    },
+    answered: () => {
+      if (!subscriber.closed) recording.answered();
+    },
+    timed: (operation: 'renewal', ms: number) => {
+      if (!subscriber.closed) recording.timed(operation, ms / 1000);
+    },
+  };
 }

@@ -56,10 +56,20 @@ describe('postgresLeaseStore with the privileges docs/postgresql.md lists', () =
   };
 
   /** Runs the docs' block in the spec's schema, as the owner, for the roles named; `lease_ms` left out if asked. */
-  const makeByHand = async ({ worker, watcher, leaseLength = true }: { worker: string; watcher: string; leaseLength?: boolean }) => {
-    const statements = (leaseLength ? documentedSetup : documentedSetup.replace(/,\s*lease_ms bigint/, ''))
-      .replace(/\bworker\b/g, worker)
-      .replace(/\bwatcher\b/g, watcher);
+  const makeByHand = async ({
+    worker,
+    watcher,
+    leaseLength = true,
+    advertisedColumn = true,
+  }: {
+    worker: string;
+    watcher: string;
+    leaseLength?: boolean;
+    advertisedColumn?: boolean;
+  }) => {
+    let setup = leaseLength ? documentedSetup : documentedSetup.replace(/,\s*lease_ms bigint/, '');
+    if (!advertisedColumn) setup = setup.replace(/,\s*advertised text/, '');
+    const statements = setup.replace(/\bworker\b/g, worker).replace(/\bwatcher\b/g, watcher);
     const owner = await test.pool.connect();
     try {
       await owner.query(`SET search_path TO "${test.schema}"; ${statements}`);
@@ -123,6 +133,34 @@ describe('postgresLeaseStore with the privileges docs/postgresql.md lists', () =
     });
     expect(seen.filter((event) => event.type !== 'renewed')).toEqual([elected]);
     expect(noLengthWarnings()).toHaveLength(1);
+  });
+
+  it('advertises through the documented table, and goes without on a table made without the column, saying so once', async () => {
+    const worker = await login('worker');
+    const watcher = await login('watcher');
+    await makeByHand({ worker: worker.role, watcher: watcher.role });
+    const first = await campaign(worker.store, { advertise: 'http://10.0.0.1:8080' }).elected;
+    expect(first.advertised).toBe('http://10.0.0.1:8080');
+    const [seen] = await lastValueFrom(observeLeader(watcher.store).pipe(take(1), toArray()));
+    expect(seen).toMatchObject({ holder: first.holder, advertised: 'http://10.0.0.1:8080' });
+    const noAdvertisedWarnings = () => warnings.mock.calls.filter(([, options]) => options?.code === 'OBSERVE_LEADERSHIP_NO_ADVERTISED');
+    expect(noAdvertisedWarnings()).toEqual([]);
+
+    // The same role on a table made without `advertised`, in a schema of its own.
+    subscriptions.forEach((subscription) => subscription.unsubscribe());
+    await test.pool.query(`DROP TABLE "${test.schema}".worker_leadership; DROP SEQUENCE "${test.schema}".worker_leadership_term`);
+    await makeByHand({ worker: worker.role, watcher: watcher.role, advertisedColumn: false });
+    const again = await login('worker2');
+    await test.pool.query(`GRANT ${worker.role} TO ${again.role}`);
+    const elected = await campaign(again.store, { advertise: 'http://10.0.0.1:8080' }).elected;
+    await expect(fenced(again.store, elected, async () => 'written')).resolves.toBe('written');
+    const [state] = await lastValueFrom(observeLeader(watcher.store).pipe(take(1), toArray()));
+    expect(state).toMatchObject({ holder: elected.holder, advertised: null });
+    expect(noAdvertisedWarnings()).toHaveLength(1);
+    expect(String(noAdvertisedWarnings()[0][0])).toContain(
+      `Run once, as the table's owner: ALTER TABLE "${test.schema}"."worker_leadership" ADD COLUMN advertised text`,
+    );
+    expect(noLengthWarnings()).toEqual([]);
   });
 
   it("gives a table made without lease_ms by its owner's role the column, without a warning", async () => {

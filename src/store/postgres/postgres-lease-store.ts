@@ -16,6 +16,7 @@ import {
   LeaseTable,
   LeaseView,
   LockTaken,
+  RenewOptions,
   StandbyPlaces,
   WatchOptions,
 } from '../lease-store';
@@ -23,7 +24,14 @@ import { ChangeListeners } from '../change-listeners';
 import { PostgresLeaseStoreConfig, resolvePostgresConfig } from './postgres-config';
 import { toLeadershipError } from './postgres-error';
 import { checkMayCampaign } from './postgres-privileges';
-import { hasLeaseLength, installPostgresSchema, LeaseTableShape, PostgresLeaseTable, qualifiedNames } from './postgres-schema';
+import {
+  addAdvertised,
+  hasLeaseLength,
+  installPostgresSchema,
+  LeaseTableShape,
+  PostgresLeaseTable,
+  qualifiedNames,
+} from './postgres-schema';
 import { StoreSession } from './postgres-session';
 import { StandbyLocks } from './postgres-standby';
 import { idleBound, keepsOff, replacedOf, Row, statementsFor, toRecord, toView } from './postgres-statements';
@@ -102,8 +110,10 @@ export class PostgresLeaseStore
   readonly capabilities: FencingCapabilities<PoolClient> = { changes: this, standby: this, fencing: this, handoffs: this };
   /** The statements as the table's shape allows (see `statementsFor`): with `lease_ms` until the schema says otherwise. */
   private statements: ReturnType<typeof statementsFor>;
-  /** Whether the table has `lease_ms`, as last seen. */
-  private leaseLength = true;
+  /** Which columns the table has, as last seen: `lease_ms` (the table can gain it meanwhile), `advertised`. */
+  private shape: LeaseTableShape = { leaseLength: true, advertised: true };
+  /** Whether a candidate was told that the table cannot keep what it advertises. */
+  private warnedNoAdvertised = false;
   /** The table and its term sequence, quoted. */
   private readonly qualified: { readonly table: string; readonly termSequence: string };
   /** What is announced on the channel: an election or a release of this table, and no other that shares the server. */
@@ -140,7 +150,7 @@ export class PostgresLeaseStore
   ) {
     this.qualified = qualifiedNames(names);
     this.tableName = `${names.schema}.${names.table}`;
-    this.statements = statementsFor(this.qualified, { leaseLength: true });
+    this.statements = statementsFor(this.qualified, this.shape);
     const { table } = this.qualified;
     this.payloads = {
       elected: `elected ${table}`,
@@ -167,7 +177,7 @@ export class PostgresLeaseStore
    * only one of the crowd makes it; the others get `LockTaken` at once and step aside.
    */
   acquire(slot: number, holder: string, now: ClockReading, expiresAfter: number, options: AcquireOptions = {}): Promise<AcquireResult> {
-    const { waitForLock = true, over } = options;
+    const { waitForLock = true, over, advertised } = options;
     return this.operation(async () => {
       const answer = (acquired: boolean, row: Row): AcquireResult => {
         const replaced = acquired ? replacedOf(row) : undefined;
@@ -187,6 +197,7 @@ export class PostgresLeaseStore
         over?.holder ?? null,
         over?.term ?? null,
         over?.expiresAt ?? null,
+        ...this.advertisedParameter(advertised),
       ];
       const [taken] = waitForLock ? await this.query<Row>(this.statements.take, parameters) : await this.takeInCrowd(parameters);
       if (taken !== undefined) {
@@ -207,10 +218,17 @@ export class PostgresLeaseStore
     return result.holder === null ? [] : [result];
   }
 
-  renew({ slot, holder, term }: Lease, _now: ClockReading, expiresAfter: number): Promise<boolean> {
+  renew({ slot, holder, term }: Lease, _now: ClockReading, expiresAfter: number, { advertised }: RenewOptions = {}): Promise<boolean> {
     return this.operation(async () => {
       const rows = await this.writtenWithLength(() =>
-        this.query(this.statements.renew, [slot, holder, term, expiresAfter, this.payloads.renewed]),
+        this.query(this.statements.renew, [
+          slot,
+          holder,
+          term,
+          expiresAfter,
+          this.payloads.renewed,
+          ...this.advertisedParameter(advertised),
+        ]),
       );
       return rows.length === 1;
     });
@@ -389,10 +407,28 @@ export class PostgresLeaseStore
     return this.schemaReady;
   }
 
-  private useShape({ leaseLength }: LeaseTableShape): void {
-    if (leaseLength === this.leaseLength) return;
-    this.leaseLength = leaseLength;
-    this.statements = statementsFor(this.qualified, { leaseLength });
+  private useShape(shape: LeaseTableShape): void {
+    if (shape.leaseLength === this.shape.leaseLength && shape.advertised === this.shape.advertised) return;
+    this.shape = shape;
+    this.statements = statementsFor(this.qualified, shape);
+  }
+
+  /**
+   * The parameter that says what a candidate advertises, where the table keeps it (the
+   * statements take it last); where it does not (a table made by hand without the column,
+   * for a role that may not add it), the candidate advertises nothing, and is told once.
+   */
+  private advertisedParameter(advertised: string | undefined): unknown[] {
+    if (this.shape.advertised) return [advertised ?? null];
+    if (advertised !== undefined && !this.warnedNoAdvertised) {
+      this.warnedNoAdvertised = true;
+      process.emitWarning(
+        `observe-leadership: ${this.qualified.table} has no advertised column, and this role may not add it (only the table's owner may): ` +
+          `followers see nothing of what this candidate advertises. Run once, as the table's owner: ${addAdvertised(this.names)}`,
+        { code: 'OBSERVE_LEADERSHIP_NO_ADVERTISED' },
+      );
+    }
+    return [];
   }
 
   /**
@@ -410,8 +446,8 @@ export class PostgresLeaseStore
    * store writes with it from now on.
    */
   private async leaseLengthAdded(): Promise<boolean> {
-    if (this.leaseLength || !(await hasLeaseLength((text, values) => this.query(text, values), this.names))) return false;
-    this.useShape({ leaseLength: true });
+    if (this.shape.leaseLength || !(await hasLeaseLength((text, values) => this.query(text, values), this.names))) return false;
+    this.useShape({ ...this.shape, leaseLength: true });
     return true;
   }
 

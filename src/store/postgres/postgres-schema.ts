@@ -40,6 +40,11 @@ function addLeaseLength(names: PostgresLeaseTable): string {
   return `ALTER TABLE ${qualifiedNames(names).table} ADD COLUMN lease_ms bigint`;
 }
 
+/** The one statement that gives a table made without it its `advertised` column (only the table's owner may run it). */
+export function addAdvertised(names: PostgresLeaseTable): string {
+  return `ALTER TABLE ${qualifiedNames(names).table} ADD COLUMN advertised text`;
+}
+
 /** Sends one statement, resolving with its rows. */
 type Query = (text: string, values: unknown[]) => Promise<unknown[]>;
 
@@ -47,6 +52,8 @@ type Query = (text: string, values: unknown[]) => Promise<unknown[]>;
 export interface LeaseTableShape {
   /** Whether the table has `lease_ms`: without it, leases are judged by the server's clock. */
   readonly leaseLength: boolean;
+  /** Whether the table has `advertised`: without it, candidates advertise nothing. */
+  readonly advertised: boolean;
 }
 
 /** The catalog's answer about the lease table (see `describeTable`). */
@@ -77,15 +84,19 @@ export async function installPostgresSchema(
 ): Promise<LeaseTableShape> {
   const query: Query = async (text, values) => (await pool.query(text, values)).rows;
   let found = await describeTable(query, names);
-  if (found.sequence && found.columns.lease_ms !== undefined) return { leaseLength: true };
+  const whole = (columns: Record<string, string>) => columns.lease_ms !== undefined && columns.advertised !== undefined;
+  if (found.sequence && (whole(found.columns) || (hasTable(found) && !found.owner && found.columns.lease_ms !== undefined))) {
+    return shapeOf(found);
+  }
   const { table, termSequence } = qualifiedNames(names);
   const creations = [
     found.schema ? '' : `CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(names.schema)}`,
     hasTable(found)
       ? ''
-      : `CREATE TABLE IF NOT EXISTS ${table} (slot bigint PRIMARY KEY, holder text NOT NULL, expires_at bigint NOT NULL, term bigint NOT NULL, lease_ms bigint)`,
+      : `CREATE TABLE IF NOT EXISTS ${table} (slot bigint PRIMARY KEY, holder text NOT NULL, expires_at bigint NOT NULL, term bigint NOT NULL, lease_ms bigint, advertised text)`,
     found.sequence ? '' : `CREATE SEQUENCE IF NOT EXISTS ${termSequence}`,
     hasTable(found) && found.owner ? `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS lease_ms bigint` : '',
+    hasTable(found) && found.owner ? `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS advertised text` : '',
   ].filter(Boolean);
   if (creations.length > 0) {
     try {
@@ -106,14 +117,18 @@ export async function installPostgresSchema(
   }
   if (!hasTable(found) || !found.sequence)
     throw new LeadershipError('SCHEMA_MISMATCH', `${describeMissing(found, names)} after creating it`);
-  if (found.columns.lease_ms !== undefined) return { leaseLength: true };
+  if (found.columns.lease_ms !== undefined) return shapeOf(found);
   warn(
     `${table} has no lease_ms column, and this role may not add it (only the table's owner may): ` +
       `leases are judged by the database server's clock, so a step of that clock (NTP, a resumed VM) ` +
       `can make two leaders at once (forward) or none for the step's length (back). ` +
       `Run once, as the table's owner: ${addLeaseLength(names)}`,
   );
-  return { leaseLength: false };
+  return shapeOf(found);
+}
+
+function shapeOf(found: Found): LeaseTableShape {
+  return { leaseLength: found.columns.lease_ms !== undefined, advertised: found.columns.advertised !== undefined };
 }
 
 /** Whether the table has `lease_ms` now (a table used without it may have been given it since). */
@@ -151,8 +166,11 @@ async function describeTable(query: Query, names: PostgresLeaseTable): Promise<F
   if (!hasTable(found)) return found;
   const wrong = Object.entries(expectedColumns).filter(([column, type]) => columns[column] !== type);
   if (columns.lease_ms !== undefined && columns.lease_ms !== 'bigint') wrong.push(['lease_ms', 'bigint']);
+  if (columns.advertised !== undefined && columns.advertised !== 'text') wrong.push(['advertised', 'text']);
   if (wrong.length > 0) {
-    const shape = [...Object.entries(expectedColumns), ['lease_ms', 'bigint']].map(([column, type]) => `${column} ${type}`).join(', ');
+    const shape = [...Object.entries(expectedColumns), ['lease_ms', 'bigint'], ['advertised', 'text']]
+      .map(([column, type]) => `${column} ${type}`)
+      .join(', ');
     throw new LeadershipError(
       'SCHEMA_MISMATCH',
       `${table} exists with another shape: expected ${shape}; got ${pairs.map(([column, type]) => `${column} ${type}`).join(', ')}`,

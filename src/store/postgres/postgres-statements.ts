@@ -30,6 +30,8 @@ export interface Row extends QueryResultRow {
   expires_at: string;
   /** The lease's length as its holder wrote it; `null` for a row written by an earlier version. */
   lease_ms: string | null;
+  /** What the row's holder advertises; `null` for nothing (see `readAdvertised`). */
+  advertised?: string | null;
   now: string;
 }
 
@@ -38,6 +40,21 @@ export interface Row extends QueryResultRow {
  * read a table that only an earlier version's candidates wrote, or one made without it).
  */
 const readLength = `(to_jsonb(lease) ->> 'lease_ms')::bigint AS lease_ms`;
+
+/*
+ * What a tenure's holder advertises (the `advertise` option) is kept in the row's
+ * `advertised` column, with the holder that wrote it: `{"holder": ..., "value": ...}`. It is
+ * read back only while that holder holds the row, so that a takeover by a candidate that
+ * writes nothing there (an earlier version) never shows the value of the leader before.
+ * Read whether or not the table has the column, as `lease_ms`.
+ */
+const advertisedOf = (row: string) =>
+  `CASE WHEN ((to_jsonb(${row}) ->> 'advertised')::jsonb ->> 'holder') = ${row}.holder
+    THEN (to_jsonb(${row}) ->> 'advertised')::jsonb ->> 'value' END AS advertised`;
+
+/** What a write stores in `advertised`: `$value` (a text parameter, NULL for nothing) for holder `$holder`. */
+const advertisedWritten = (holder: string, value: string) =>
+  `CASE WHEN ${value}::text IS NOT NULL THEN json_build_object('holder', ${holder}::text, 'value', ${value}::text)::text END`;
 
 type Names = { table: string; termSequence: string };
 
@@ -60,18 +77,22 @@ const noLengthYet = (table: string) =>
  * length (from an earlier version, or a table without the column) is judged by the
  * server's clock, strictly past its end as the original worker judges.
  */
-function upsertText({ table, termSequence }: Names, { leaseLength }: LeaseTableShape, { from = '', where = [] as string[] } = {}): string {
+function upsertText({ table, termSequence }: Names, shape: LeaseTableShape, { from = '', where = [] as string[] } = {}): string {
+  const { leaseLength, advertised } = shape;
   const nextTerm = `nextval(${literal(termSequence)})`;
   const conditions = leaseLength ? where : [...where, noLengthYet(table)];
-  return `INSERT INTO ${table} AS lease (slot, holder, expires_at, term${leaseLength ? ', lease_ms' : ''})
-      SELECT $1, $2, clock.now + $3, ${nextTerm}${leaseLength ? ', $3' : ''}
+  return `INSERT INTO ${table} AS lease (slot, holder, expires_at, term${leaseLength ? ', lease_ms' : ''}${advertised ? ', advertised' : ''})
+      SELECT $1, $2, clock.now + $3, ${nextTerm}${leaseLength ? ', $3' : ''}${advertised ? `, ${advertisedWritten('$2', '$8')}` : ''}
       FROM ${from}(SELECT ${serverNow} AS now) AS clock ${conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : ''}
       ON CONFLICT (slot) DO UPDATE
-        SET holder = excluded.holder, expires_at = excluded.expires_at, term = ${nextTerm}${leaseLength ? ', lease_ms = excluded.lease_ms' : ''}
+        SET holder = excluded.holder, expires_at = excluded.expires_at, term = ${nextTerm}${leaseLength ? ', lease_ms = excluded.lease_ms' : ''}${
+          advertised ? ', advertised = excluded.advertised' : ''
+        }
         WHERE lease.holder = excluded.holder
           OR (${leaseLength ? 'lease.lease_ms IS NULL AND ' : ''}lease.expires_at < excluded.expires_at - $3)
           OR (lease.holder = $5 AND lease.term = $6 AND lease.expires_at = $7)
-      RETURNING holder, term, expires_at, ${leaseLength ? 'lease_ms' : 'NULL::bigint AS lease_ms'}, expires_at - $3 AS now`;
+      RETURNING holder, term, expires_at, ${leaseLength ? 'lease_ms' : 'NULL::bigint AS lease_ms'}, ${advertised ? advertisedOf('lease') : 'NULL AS advertised'},
+        expires_at - $3 AS now`;
 }
 
 /** The slot's row before the statement wrote, for a take to say what it replaced (see `replacedOf`). */
@@ -84,7 +105,7 @@ function writeStatements(names: Names, shape: LeaseTableShape) {
   return {
     // `previous` reads the row as the statement found it: what the take replaced, if anything.
     take: `WITH ${previous(table)}, taken AS (${upsertText(names, shape)})
-      SELECT taken.holder, taken.term, taken.expires_at, taken.lease_ms, taken.now, ${replacedColumns}, pg_notify('${channel}', $4)
+      SELECT taken.holder, taken.term, taken.expires_at, taken.lease_ms, taken.advertised, taken.now, ${replacedColumns}, pg_notify('${channel}', $4)
       FROM taken LEFT JOIN previous ON true`,
     // The same for an attempt that every follower makes when a release is announced: only
     // the one that gets the slot's gate (an advisory lock held until the statement commits)
@@ -94,7 +115,7 @@ function writeStatements(names: Names, shape: LeaseTableShape) {
     // The gate's key is the election's payload (this table) and the slot.
     takeInCrowd: `WITH gate AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtextextended($4, $1)) AS open), ${previous(table)},
       taken AS (${upsertText(names, shape, { from: 'gate, ', where: ['gate.open'] })})
-      SELECT gate.open, taken.holder, taken.term, taken.expires_at, taken.lease_ms, taken.now, ${replacedColumns},
+      SELECT gate.open, taken.holder, taken.term, taken.expires_at, taken.lease_ms, taken.advertised, taken.now, ${replacedColumns},
         CASE WHEN taken.holder IS NOT NULL THEN pg_notify('${channel}', $4) END AS notified
       FROM gate LEFT JOIN taken ON true LEFT JOIN previous ON true`,
     // The row's lock comes first, the clock after it (a select with FOR UPDATE is never merged
@@ -105,7 +126,10 @@ function writeStatements(names: Names, shape: LeaseTableShape) {
     // not there. A lease that had ended before the renewal arrived is renewed if nobody
     // took it, as on SQLite.
     // Followers that time the lease by watching it (the standbys listen) hear of it at once.
-    renew: `WITH renewed AS (UPDATE ${table} SET expires_at = ${serverNow} + $4${shape.leaseLength ? ', lease_ms = $4' : ''}
+    // What the leader advertises now is written with it ($6, where the table has the column).
+    renew: `WITH renewed AS (UPDATE ${table} SET expires_at = ${serverNow} + $4${shape.leaseLength ? ', lease_ms = $4' : ''}${
+      shape.advertised ? `, advertised = ${advertisedWritten('$2', '$6')}` : ''
+    }
         WHERE slot = $1 AND holder = $2 AND term = $3${shape.leaseLength ? '' : ` AND ${noLengthYet(table)}`}
         AND (SELECT lease.expires_at >= ${serverNow} OR lease.expires_at < ${arrival}
           FROM (SELECT expires_at FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease)
@@ -138,7 +162,7 @@ export function statementsFor(names: Names, shape: LeaseTableShape) {
   const { table } = names;
   return {
     ...writeStatements(names, shape),
-    read: `SELECT holder, term, expires_at, ${readLength}, ${serverNow} AS now FROM ${table} AS lease WHERE slot = $1`,
+    read: `SELECT holder, term, expires_at, ${readLength}, ${advertisedOf('lease')}, ${serverNow} AS now FROM ${table} AS lease WHERE slot = $1`,
     // Word to every candidate that listens: a request for a handoff. Needs no right on the table.
     tell: `SELECT pg_notify('${channel}', $1)`,
     hasTable: `SELECT to_regclass(${literal(table)}) IS NOT NULL AS found`,
@@ -169,7 +193,8 @@ export function replacedOf(row: Row): LeaseRecord | undefined {
 }
 
 export function toRecord(row: Row): LeaseRecord {
-  return { holder: row.holder, term: Number(row.term), expiresAt: Number(row.expires_at) };
+  const record = { holder: row.holder, term: Number(row.term), expiresAt: Number(row.expires_at) };
+  return row.advertised === null || row.advertised === undefined ? record : { ...record, advertised: row.advertised };
 }
 
 /**

@@ -25,6 +25,7 @@ import {
   LeaseStore,
   LeaseTable,
   LeaseView,
+  RenewOptions,
   StandbyPlaces,
   StoreCapabilities,
   TenureProof,
@@ -41,8 +42,10 @@ import { TenureEndpoints } from './tenure-endpoints';
 import { asBetterSqlite3, SqliteDatabaseLike } from './sqlite-driver';
 
 /** A slot's row as read, with the ms its lease has left at the reading (see `remaining`). */
-interface LeaseRow extends LeaseRecord {
+interface LeaseRow extends Omit<LeaseRecord, 'advertised'> {
   readonly expiresIn: number;
+  /** What the tenure's holder advertises; `null` for nothing. */
+  readonly advertised: string | null;
 }
 
 /** What the statements that judge a lease need of a reading: `clock`, `now`, `wall`. */
@@ -57,6 +60,9 @@ interface DeadlineParameters extends Lease {
   clock: string;
   deadline: number;
 }
+
+/** What a tenure's holder advertises (see `writeAdvertised`). */
+type Advertised = string | undefined;
 
 interface EndedTenure {
   endedHolder: string | null;
@@ -86,10 +92,11 @@ interface Statements {
     (
       parameters: TakeParameters & EndedTenure,
       deadline: number,
+      advertised: Advertised,
       openEndpoint: (tenure: Lease) => void,
     ) => { acquired: boolean; lease: LeaseRow; replaced?: LeaseRecord }
   >;
-  renew: Transaction<(lease: Lease, now: ClockReading, expiresAfter: number) => boolean>;
+  renew: Transaction<(lease: Lease, now: ClockReading, expiresAfter: number, advertised: Advertised) => boolean>;
   release: Statement<[Lease]>;
   /** The window's term, or `undefined` when the slot no longer held the lease. */
   handOver: Transaction<(lease: Lease, to: string, now: ClockReading, window: number) => number | undefined>;
@@ -97,8 +104,12 @@ interface Statements {
 }
 
 /** The row as a view: the lease, and the time it has left. */
-function viewOf({ holder, term, expiresAt, expiresIn }: LeaseRow): LeaseView {
-  return { lease: { holder, term, expiresAt }, expiresIn };
+function viewOf(row: LeaseRow): LeaseView {
+  return { lease: recordOf(row), expiresIn: row.expiresIn };
+}
+
+function recordOf({ holder, term, expiresAt, advertised }: LeaseRow): LeaseRecord {
+  return advertised === null ? { holder, term, expiresAt } : { holder, term, expiresAt, advertised };
 }
 
 /**
@@ -189,7 +200,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
     holder: string,
     now: ClockReading,
     expiresAfter: number,
-    { waitForLock = true, ended }: AcquireOptions = {},
+    { waitForLock = true, ended, advertised }: AcquireOptions = {},
   ): AcquireResult {
     return this.guard((statements) => {
       const answer = (acquired: boolean, row: LeaseRow): AcquireResult => ({ acquired, ...viewOf(row) });
@@ -211,7 +222,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
       };
       let taken: { acquired: boolean; lease: LeaseRow; replaced?: LeaseRecord };
       try {
-        taken = statements.acquire.immediate(parameters, deadlineOf(now, expiresAfter), openEndpoint);
+        taken = statements.acquire.immediate(parameters, deadlineOf(now, expiresAfter), advertised, openEndpoint);
       } catch (error) {
         // The commit failed (better-sqlite3 commits after the transaction's function): the
         // tenure never was, and nobody may ever reach its endpoint.
@@ -227,8 +238,8 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
     });
   }
 
-  renew(lease: Lease, now: ClockReading, expiresAfter: number): boolean {
-    return this.guard((statements) => statements.renew.immediate(lease, now, expiresAfter));
+  renew(lease: Lease, now: ClockReading, expiresAfter: number, { advertised }: RenewOptions = {}): boolean {
+    return this.guard((statements) => statements.renew.immediate(lease, now, expiresAfter, advertised));
   }
 
   /** Frees the slot if it still holds `lease`; this candidate stops proving that it lives either way. */
@@ -401,16 +412,18 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
     if (this.wholeRead) return this.wholeRead;
     const tables = this.db
       .prepare<[], string>(
-        `SELECT name FROM sqlite_master WHERE name IN ('worker_leadership', 'worker_leadership_term', 'worker_leadership_deadline')`,
+        `SELECT name FROM sqlite_master
+          WHERE name IN ('worker_leadership', 'worker_leadership_term', 'worker_leadership_deadline', 'worker_leadership_advertised')`,
       )
       .pluck()
       .all();
     if (!tables.includes('worker_leadership')) return undefined;
     const terms = tables.includes('worker_leadership_term');
     const deadlines = tables.includes('worker_leadership_deadline');
-    const statement = this.db.prepare<[Judged], LeaseRow>(readText({ terms, deadlines }));
+    const advertised = tables.includes('worker_leadership_advertised');
+    const statement = this.db.prepare<[Judged], LeaseRow>(readText({ terms, deadlines, advertised }));
     // Kept only once the schema is whole: until then a candidate may yet complete it.
-    if (terms && deadlines) this.wholeRead = statement;
+    if (terms && deadlines && advertised) this.wholeRead = statement;
     return statement;
   }
 
@@ -447,6 +460,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
     const writeDeadline = db.prepare<[DeadlineParameters]>(statementText.writeDeadline);
     const standbyLeave = db.prepare<[{ slot: number; holder: string }]>(statementText.standbyLeave);
     const mayWrite = db.prepare(statementText.mayWrite);
+    const advertise = advertiseStatement(db);
     this.statements = {
       read,
       standbyRead: db.prepare(statementText.standbyRead),
@@ -456,23 +470,25 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
       // endpoint opens before the commit, so that whoever reads the tenure can reach it; if
       // the commit fails, nobody ever could, and it closes. The row and the deadline are
       // written together: nobody ever reads one without the other.
-      acquire: db.transaction((parameters: TakeParameters & EndedTenure, deadline: number, openEndpoint: (tenure: Lease) => void) => {
-        const before = read.get(parameters); // under the write lock: exactly what the take replaces
-        const acquired = take.run(parameters).changes === 1;
-        const lease = read.get(parameters) as LeaseRow;
-        if (acquired) {
+      acquire: db.transaction(
+        (parameters: TakeParameters & EndedTenure, deadline: number, advertised: Advertised, openEndpoint: (tenure: Lease) => void) => {
+          const before = read.get(parameters); // under the write lock: exactly what the take replaces
+          const acquired = take.run(parameters).changes === 1;
+          const lease = read.get(parameters) as LeaseRow;
+          if (!acquired) return { acquired, lease };
           const tenure = { slot: parameters.slot, holder: lease.holder, term: lease.term };
           writeDeadline.run({ ...tenure, clock: parameters.clock, deadline });
+          advertise(tenure, advertised);
           standbyLeave.run({ slot: parameters.slot, holder: parameters.holder });
           openEndpoint(tenure);
           const replaced = before !== undefined && before.holder !== parameters.holder ? viewOf(before).lease : undefined;
-          return { acquired, lease: { ...lease, expiresIn: deadline - parameters.now }, replaced };
-        }
-        return { acquired, lease };
-      }),
-      renew: db.transaction((lease: Lease, now: ClockReading, expiresAfter: number) => {
+          return { acquired, lease: { ...lease, advertised: advertised ?? null, expiresIn: deadline - parameters.now }, replaced };
+        },
+      ),
+      renew: db.transaction((lease: Lease, now: ClockReading, expiresAfter: number, advertised: Advertised) => {
         if (renew.run({ ...lease, expiresAt: now.wall + expiresAfter }).changes !== 1) return false;
         writeDeadline.run({ ...lease, clock: now.clock, deadline: deadlineOf(now, expiresAfter) });
+        advertise(lease, advertised);
         return true;
       }),
       release: db.prepare(statementText.release),
@@ -484,12 +500,19 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
       fenced: db.transaction((held: Lease, now: () => ClockReading, runWork: () => unknown) => {
         mayWrite.run();
         const row = read.get({ slot: held.slot, ...now() });
-        checkLease(held, row, () => stands((row as LeaseRow).expiresIn));
+        checkLease(held, row && recordOf(row), () => stands((row as LeaseRow).expiresIn));
         return runWork();
       }),
     };
     return this.statements;
   }
+}
+
+/** Writes what the holder of `tenure` advertises, or that it advertises nothing. */
+function advertiseStatement(db: Database): (tenure: Lease, advertised: Advertised) => void {
+  const write = db.prepare<[Lease & { value: string }]>(statementText.writeAdvertised);
+  const clear = db.prepare<[{ slot: number }]>(statementText.clearAdvertised);
+  return (tenure, advertised) => void (advertised === undefined ? clear.run(tenure) : write.run({ ...tenure, value: advertised }));
 }
 
 /** The handover's transaction: the row and its deadline together, as at a take; the window is timed on the monotonic clock. */

@@ -29,6 +29,10 @@ import { LeadershipError } from '../../core/leadership-error';
  * A third table holds the standby places of each slot: the few followers that watch for
  * releases, each place a small lease of its own (see the lease store). It only decides who
  * is woken first, never who leads.
+ *
+ * A fourth holds what each tenure's holder advertises to followers (the `advertise` option),
+ * which, like the deadline, counts only for the tenure it names: a tenure the original
+ * worker's statements start advertises nothing.
  */
 const advanceTerm = `
     INSERT INTO worker_leadership_term (slot, term)
@@ -52,6 +56,12 @@ const schema = `
     clock TEXT NOT NULL,
     expires_at INTEGER NOT NULL
   );
+  CREATE TABLE IF NOT EXISTS worker_leadership_advertised (
+    slot INTEGER PRIMARY KEY,
+    holder TEXT NOT NULL,
+    term INTEGER NOT NULL,
+    value TEXT NOT NULL
+  );
   CREATE TABLE IF NOT EXISTS worker_leadership_standby (
     slot INTEGER NOT NULL,
     place INTEGER NOT NULL,
@@ -73,6 +83,7 @@ const schemaObjects = [
   'worker_leadership_term',
   'worker_leadership_deadline',
   'worker_leadership_standby',
+  'worker_leadership_advertised',
   'worker_leadership_term_on_insert',
   'worker_leadership_term_on_take',
 ];
@@ -95,6 +106,7 @@ const expectedShapes: Record<string, Shape> = {
     columns: { slot: 'INTEGER', place: 'INTEGER', holder: 'TEXT', expires_at: 'INTEGER' },
     key: ['slot', 'place'],
   },
+  worker_leadership_advertised: { columns: { slot: 'INTEGER', holder: 'TEXT', term: 'INTEGER', value: 'TEXT' }, key: ['slot'] },
 };
 
 interface ColumnInfo {

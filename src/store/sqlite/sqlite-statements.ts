@@ -13,16 +13,22 @@
 const ownTenure = `slot = @slot AND holder = @holder
   AND (SELECT term FROM worker_leadership_term WHERE slot = @slot) = @term`;
 
-/** The slot's row with its term and, for a tenure that wrote one, its deadline on a clock that cannot jump. */
-function leaseJoin({ deadlines = true } = {}): string {
-  return `worker_leadership AS lease
-    LEFT JOIN worker_leadership_term AS term ON term.slot = lease.slot${
-      deadlines
-        ? `
-    LEFT JOIN worker_leadership_deadline AS deadline
-      ON deadline.slot = lease.slot AND deadline.holder = lease.holder AND deadline.term = term.term`
-        : ''
-    }`;
+/**
+ * The slot's row with its term and, for a tenure that wrote them, its deadline on a clock
+ * that cannot jump and what its holder advertises.
+ */
+function leaseJoin({ deadlines = true, advertised = false } = {}): string {
+  const tenureOf = (table: string) =>
+    `LEFT JOIN worker_leadership_${table} AS ${table}
+      ON ${table}.slot = lease.slot AND ${table}.holder = lease.holder AND ${table}.term = term.term`;
+  return [
+    'worker_leadership AS lease',
+    'LEFT JOIN worker_leadership_term AS term ON term.slot = lease.slot',
+    deadlines ? tenureOf('deadline') : '',
+    advertised ? tenureOf('advertised') : '',
+  ]
+    .filter(Boolean)
+    .join('\n    ');
 }
 
 /*
@@ -47,12 +53,15 @@ function remaining({ deadlines = true } = {}): string {
       ELSE -1 END`;
 }
 
-export function readText(tables: { terms: boolean; deadlines: boolean }): string {
+/** The slot's lease as read, from whichever of the tables exist (an observer may come before a candidate made them). */
+export function readText(tables: { terms: boolean; deadlines: boolean; advertised: boolean }): string {
   if (!tables.terms) {
-    return `SELECT lease.holder AS holder, 0 AS term, lease.expires_at AS expiresAt, ${remaining({ deadlines: false })} AS expiresIn
+    return `SELECT lease.holder AS holder, 0 AS term, lease.expires_at AS expiresAt, ${remaining({ deadlines: false })} AS expiresIn,
+        NULL AS advertised
       FROM worker_leadership AS lease WHERE lease.slot = @slot`;
   }
-  return `SELECT lease.holder AS holder, coalesce(term.term, 0) AS term, lease.expires_at AS expiresAt, ${remaining(tables)} AS expiresIn
+  return `SELECT lease.holder AS holder, coalesce(term.term, 0) AS term, lease.expires_at AS expiresAt, ${remaining(tables)} AS expiresIn,
+      ${tables.advertised ? 'advertised.value' : 'NULL'} AS advertised
     FROM ${leaseJoin(tables)} WHERE lease.slot = @slot`;
 }
 
@@ -68,6 +77,10 @@ export const statementText = {
   writeDeadline: `INSERT INTO worker_leadership_deadline (slot, holder, term, clock, expires_at)
     VALUES (@slot, @holder, @term, @clock, @deadline)
     ON CONFLICT (slot) DO UPDATE SET holder = excluded.holder, term = excluded.term, clock = excluded.clock, expires_at = excluded.expires_at`,
+  // What a tenure's holder advertises; `clearAdvertised` when it advertises nothing.
+  writeAdvertised: `INSERT INTO worker_leadership_advertised (slot, holder, term, value) VALUES (@slot, @holder, @term, @value)
+    ON CONFLICT (slot) DO UPDATE SET holder = excluded.holder, term = excluded.term, value = excluded.value`,
+  clearAdvertised: `DELETE FROM worker_leadership_advertised WHERE slot = @slot`,
   release: `DELETE FROM worker_leadership WHERE ${ownTenure}`,
   // The tenure handed to @to: a new holder, which the take-over trigger gives a term of its own.
   handOver: `UPDATE worker_leadership SET holder = @to, expires_at = @expiresAt WHERE ${ownTenure}`,
