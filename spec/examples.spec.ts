@@ -113,6 +113,27 @@ describe('examples', () => {
     expect(await follower.exited).toBe(0);
   });
 
+  it("forward-to-leader.js: a follower forwards requests to the address the leader advertises, and to the next leader's after a failover", async () => {
+    const ask = async (port: number) => {
+      const response = await fetch(`http://127.0.0.1:${port}/hello`, { method: 'POST', body: 'hi' });
+      return { status: response.status, text: await response.text() };
+    };
+    const [first, second] = [await freePort(), await freePort()];
+    const leader = run('forward-to-leader.js', String(first));
+    await leader.shows(/elected term 1/);
+    await leader.shows(/serving on/);
+    const follower = run('forward-to-leader.js', String(second));
+    await follower.shows(/serving on/);
+    const handledByFirst = { status: 200, text: `POST /hello handled by the leader at http://127.0.0.1:${first}\n` };
+    expect(await ask(first)).toEqual(handledByFirst);
+    await eventually('the follower forwarding', async () => (await ask(second)).status === 200);
+    expect(await ask(second)).toEqual(handledByFirst);
+    leader.process.kill('SIGTERM');
+    expect(await leader.exited).toBe(0);
+    await follower.shows(/elected term 2/);
+    expect(await ask(second)).toEqual({ status: 200, text: `POST /hello handled by the leader at http://127.0.0.1:${second}\n` });
+  });
+
   it('job-queue.js: only the leader dispatches; when it stops, the other takes the queue over where it was', async () => {
     const first = run('job-queue.js', '1000'); // more jobs than the test lasts
     await first.shows(/did job 3 \(term 1\)/);

@@ -14,6 +14,11 @@ export async function sqliteExampleRuns(file: string): Promise<ExampleRun[]> {
     ['cron-singleton.js', [file, '200'], /ran the task for period \d+/],
     ['healthz.js', [file, String(await freePort())], /health on http/],
     ['follower-health.js', [file, String(await freePort())], /health on http/],
+    [
+      'forward-to-leader.js',
+      [file, String(await freePort())],
+      /elected term \d+[\s\S]*serving on http|serving on http[\s\S]*elected term \d+/,
+    ],
   ];
 }
 
