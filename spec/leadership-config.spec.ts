@@ -44,6 +44,13 @@ describe('observeLeadership config', () => {
       TypeError,
       'Expected `advertise` to be a string or an Observable of strings, got `Promise` (object)',
     ],
+    ['priority', -1, RangeError, 'Expected `priority` to be an integer from 0 to 1000000, got `-1` (number)'],
+    ['priority', 1.5, RangeError, 'got `1.5` (number)'],
+    ['priority', Number.NaN, RangeError, 'got `NaN` (number)'],
+    ['priority', Number.POSITIVE_INFINITY, RangeError, 'got `Infinity` (number)'],
+    ['priority', 1_000_001, RangeError, 'got `1000001` (number)'],
+    ['priority', '5', TypeError, 'got `"5"` (string)'],
+    ['preempt', 'yes', TypeError, 'Expected `preempt` to be a boolean, got `"yes"` (string)'],
   ])('refuses %s = %p with a %p that says what it expected', (field, value, kind, message) => {
     expect(attempt({ [field]: value })).toThrow(kind);
     expect(attempt({ [field]: value })).toThrow(message);
@@ -59,7 +66,7 @@ describe('observeLeadership config', () => {
   it('refuses unknown options, so that a misspelt one is not silently ignored', () => {
     expect(attempt({ renewEveryMs: 100 })).toThrow(
       new TypeError(
-        'Expected `config` to be an object with only renewEvery, expiresAfter, retryEvery, slot, holder, scheduler, instrument, stepDown, sitOut, lockDelay, advertise, got `"renewEveryMs"` (string)',
+        'Expected `config` to be an object with only renewEvery, expiresAfter, retryEvery, slot, holder, scheduler, instrument, stepDown, sitOut, lockDelay, advertise, priority, preempt, got `"renewEveryMs"` (string)',
       ),
     );
   });

@@ -46,10 +46,12 @@ describe.each(['delete', 'wal'] as const)('metrics through OpenTelemetry, scrape
     return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
   };
 
-  const candidate = (holder: string) => {
+  const candidate = (holder: string, preference: { priority?: number; preempt?: boolean } = {}) => {
     const events: LeadershipEvent[] = [];
     instrument ??= leadershipMetrics({ meter: provider.getMeter('spec'), attributes: { 'service.name': 'jobs' } });
-    const subscription = observeLeadership(file.open(), { ...timing, holder, instrument }).subscribe((event) => events.push(event));
+    const subscription = observeLeadership(file.open(), { ...timing, ...preference, holder, instrument }).subscribe((event) =>
+      events.push(event),
+    );
     subscriptions.push(subscription);
     return {
       subscription,
@@ -109,6 +111,16 @@ describe.each(['delete', 'wal'] as const)('metrics through OpenTelemetry, scrape
     expect(sample(after, 'leadership_losses_total', { leadership_loss_reason: 'handed-off' })).toBe(1);
     expect(sample(after, 'leadership_losses_total', { leadership_loss_reason: 'stepped-down' })).toBe(0);
     expect(sample(after, 'leadership_elections_total', { leadership_slot: 0 })).toBe(2);
+  });
+
+  it('counts a leader that gave way to a higher priority among the losses by its reason, preempted', async () => {
+    const a = candidate('a', { preempt: true });
+    await eventually('a leads', () => a.leads());
+    const b = candidate('b', { priority: 3 });
+    await eventually('b leads', () => b.leads(), 10_000);
+    const after = await scrape();
+    expect(sample(after, 'leadership_losses_total', { leadership_loss_reason: 'preempted' })).toBe(1);
+    expect(sample(after, 'leadership_losses_total', { leadership_loss_reason: 'handed-off' })).toBe(0);
   });
 
   it('shows who leads as an observer sees it, and counts the time without a leader', async () => {

@@ -63,6 +63,7 @@ export type {
   LeaseStore,
   LeaseTable,
   LeaseView,
+  Priorities,
   RenewOptions,
   StandbyPlaces,
   StoreCapabilities,

@@ -290,6 +290,83 @@ describe.each(stores)('%s lease store', (_, open) => {
       expect(String(failure)).toMatch(/advertise/);
     });
 
+    describe('priority', () => {
+      /** A candidate of `priority` whose events are kept; long leases, so that only the priorities move the slot. */
+      const prioritized = (holder: string, priority: number, extra: object = {}) => {
+        const events: LeadershipEvent[] = [];
+        const config = { renewEvery: 100, expiresAfter: 1_000, retryEvery: 300, holder, priority, ...extra };
+        const subscription = observeLeadership(store, config).subscribe((event) => events.push(event));
+        subscriptions.push(subscription);
+        return { events, subscription, elected: () => events.some((event) => event.type === 'elected') };
+      };
+      const declared = (priority: number) => () => store.capabilities?.priorities?.highest(0, 'nobody', at(Date.now())) === priority;
+
+      it('lets a standing candidate of a higher priority take a freed slot first, however many equal ones there are', async () => {
+        for (let round = 0; round < 3; round++) {
+          const leader = prioritized(`leader-${round}`, 0);
+          await eventually('the first leader', leader.elected);
+          const equals = [0, 1, 2].map((i) => prioritized(`equal-${round}-${i}`, 0));
+          const preferred = prioritized(`preferred-${round}`, 7);
+          await eventually('the preference declared', declared(7));
+          leader.subscription.unsubscribe();
+          await eventually('the preferred candidate elected', preferred.elected);
+          await until(400); // past the others' window
+          expect(equals.filter((equal) => equal.elected())).toEqual([]);
+          [preferred, ...equals].forEach((candidate) => candidate.subscription.unsubscribe());
+          await subject.settled();
+          await eventually('the preference withdrawn', declared(0));
+        }
+      });
+
+      it('waits retryEvery, once, for a preferred candidate that declared itself and is not there, then takes the slot', async () => {
+        const leader = prioritized('leader', 0);
+        await eventually('the first leader', leader.elected);
+        const follower = prioritized('follower', 0);
+        // A declaration with nobody behind it: a preferred candidate that died.
+        await store.capabilities?.priorities?.declare(0, 'ghost', 9, at(Date.now()), 60_000);
+        await eventually('the ghost declared', declared(9));
+        leader.subscription.unsubscribe();
+        const releasedAt = Date.now();
+        await eventually('the follower elected', follower.elected, 10_000);
+        expect(Date.now() - releasedAt).toBeGreaterThanOrEqual(300); // its retryEvery, put off once
+      });
+
+      it('lets a handoff name a candidate of a lower priority: the named one goes first', async () => {
+        const leader = prioritized('leader', 0);
+        await eventually('the first leader', leader.elected);
+        const named = prioritized('named', 0);
+        const preferred = prioritized('preferred', 7);
+        await eventually('the preference declared', declared(7));
+        const { to } = await handOff(store, { to: 'named' });
+        expect(to.holder).toBe('named');
+        expect(named.elected()).toBe(true);
+        expect(preferred.elected()).toBe(false);
+      });
+
+      it('keeps the leader it has, unless it preempts: then it gives way once it has led a lease, to a higher priority only, and nobody flaps', async () => {
+        const kept = prioritized('kept', 1);
+        await eventually('kept elected', kept.elected);
+        const higher = prioritized('higher', 5, { preempt: true });
+        await eventually('the preference declared', declared(5));
+        await until(1_500);
+        expect(higher.elected()).toBe(false); // no preempt on the leader: it keeps its tenure
+        kept.subscription.unsubscribe();
+        await eventually('higher elected', higher.elected);
+        await subject.settled();
+
+        const lower = prioritized('lower', 1, { preempt: true });
+        const highest = prioritized('highest', 9);
+        await eventually('the highest declared', declared(9));
+        const lost = await eventually('higher gives way', () => higher.events.find((event) => event.type === 'lost'), 5_000);
+        expect(lost).toMatchObject({ reason: 'preempted' });
+        await eventually('the highest elected', highest.elected);
+        await until(2_500); // two leases: the highest keeps it, and the lower never preempts it
+        expect(highest.events.filter((event) => event.type === 'lost')).toEqual([]);
+        expect(lower.elected()).toBe(false);
+        expect(higher.events.filter((event) => event.type === 'elected')).toHaveLength(1);
+      });
+    });
+
     it('hands over at once when the leader unsubscribes, to a candidate with a greater term', async () => {
       const expiresAfter = 20_000;
       const a = candidate('a', store, expiresAfter);

@@ -14,6 +14,10 @@ export interface CampaignTiming {
   readonly sitOut?: number;
   /** How long a candidate that took an expired lease waits before `elected`. @default 0 */
   readonly lockDelay?: number;
+  /** Its preference to lead (see `LeadershipConfig.priority`): above 0, it is declared, and others let it go first. @default 0 */
+  readonly priority?: number;
+  /** Whether, as the leader, it gives way to a candidate of a higher priority (see `LeadershipConfig.preempt`). @default false */
+  readonly preempt?: boolean;
 }
 
 /**
@@ -51,6 +55,8 @@ export interface CampaignContext {
   lead(follower: Following, leading: Leading, replaced: LeaseRecord | undefined): void;
   /** The tenure goes on, to the lease just written. */
   renewed(leading: Leading): void;
+  /** A candidate of a higher priority stands by (`preempt`): the tenure ends (`lost`, `preempted`), the lease is released, and this one sits out. */
+  giveWay(leading: Leading): void;
   /** The tenure ended (`lost`): a follower again. */
   lose(leading: Leading, reason: 'superseded' | 'expired'): void;
   /** The clocks, read now, for the store. */
@@ -58,6 +64,8 @@ export interface CampaignContext {
   /** Now, in whole ms on the scheduler's clock. */
   now(): number;
   lease(term: number, holder?: string): Lease;
+  /** When this candidate last declared its priority, on its clock (see `FollowerSteps.declarePriority`); -Infinity for never. */
+  declaredAt: number;
   /** What this candidate advertises now, written with each tenure and renewal; nothing when `undefined`. */
   readonly advertised: string | undefined;
   /** The `elected` or `renewed` event of `leading`'s tenure, with what its lease advertises. */

@@ -54,6 +54,14 @@ export interface Following {
   ended: Lease | undefined;
   /** What it knows of how long the lease it last saw has left. */
   readonly observation: LeaseObservation;
+  /**
+   * Whether the attempt due now was put off already, for a candidate of a higher priority
+   * (see `FollowerSteps.tryToAcquire`), or must not be (a handoff named this one): it is made
+   * as it comes.
+   */
+  deferred: boolean;
+  /** The highest priority another candidate declared, as last read, and when (see `FollowerSteps.putOff`). */
+  declared: { readonly priority: number; readonly at: number } | undefined;
 }
 
 /**
@@ -67,6 +75,8 @@ export interface Leading {
   readonly term: number;
   readonly expiresAt: number;
   readonly quietUntil?: number;
+  /** When the tenure began, on the campaign's clock: how long it has led (see `LeadershipConfig.preempt`). */
+  readonly since: number;
   /** What the lease it last wrote advertises (see `LeadershipConfig.advertise`). */
   readonly advertised?: string;
 }
@@ -87,6 +97,8 @@ export function following(activity: FollowerActivity = { name: 'waiting' }): Fol
     leaderWatch: undefined,
     ended: undefined,
     observation: new LeaseObservation(),
+    deferred: false,
+    declared: undefined,
   };
 }
 

@@ -7,7 +7,7 @@ import { SchedulerLike, Subscription } from 'rxjs';
 import { LeadershipError } from '../core/leadership-error';
 import { ElectedEvent, Lease, LeadershipEvent, LostReason, RenewedEvent } from '../core/leadership-event';
 import { readClocks } from '../core/monotonic-scheduler';
-import type { Eventually } from '../core/eventually';
+import { Eventually, isPromiseLike } from '../core/eventually';
 import { ClockReading, HandoffWord, LeaseRecord, LeaseStore, StoreCapabilities } from '../store/lease-store';
 import type { CampaignContext, CampaignTiming } from './campaign-context';
 import { following, Following, Leading, Phase, standsBy } from './campaign-phase';
@@ -75,6 +75,7 @@ export class Campaign implements CampaignContext {
 
   /** What this candidate advertises now (see `advertise`). */
   advertised: string | undefined;
+  declaredAt = -Infinity;
 
   /**
    * What this candidate advertises from now on: written with its next tenure, and by a
@@ -135,6 +136,11 @@ export class Campaign implements CampaignContext {
     const leading = this.phase;
     if (leading.name !== 'leading') return;
     this.stepAside(leading, 'stepped-down', (lease) => this.store.release(lease));
+  }
+
+  giveWay(leading: Leading): void {
+    if (this.phase !== leading) return;
+    this.stepAside(leading, 'preempted', (lease) => this.store.release(lease));
   }
 
   /**
@@ -203,6 +209,9 @@ export class Campaign implements CampaignContext {
     const { lockDelay = 0 } = this.timing;
     const leading: Leading = replaced !== undefined && lockDelay > 0 ? { ...won, quietUntil: this.now() + lockDelay } : won;
     this.follower.endFollowing(follower);
+    // A leader needs no preference while it holds the slot, and one that dies leaves none
+    // behind for the others to wait for; it declares again once it follows.
+    this.withdrawPriority();
     // Stopped meanwhile: the release at the end needs the term.
     if (this.phase !== follower) return void (this.phase = { name: 'stopped', left: leading });
     if (this.now() >= leading.expiresAt) {
@@ -239,6 +248,7 @@ export class Campaign implements CampaignContext {
     if (phase.name !== 'stopped') return;
     const { left } = phase;
     this.lockRetry.clear();
+    this.withdrawPriority();
     if (left.name === 'leading') return this.release(this.lease(left.term));
     const standing = standsBy(left);
     this.follower.endFollowing(left);
@@ -246,6 +256,19 @@ export class Campaign implements CampaignContext {
     // Best effort: an unused place only delays the next standby until it expires.
     if (standing && places) this.flights.run(() => places.leaveStandby(this.slot, this.holder), nothing, nothing);
   };
+
+  /** Withdraws the priority this candidate declared, if it did: best effort, a declaration also runs out by itself. */
+  private withdrawPriority(): void {
+    const priorities = this.powers.priorities;
+    if (priorities === undefined || this.declaredAt === -Infinity) return;
+    this.declaredAt = -Infinity;
+    try {
+      const withdrawn = priorities.declare(this.slot, this.holder, 0, this.reading(), this.timing.expiresAfter);
+      if (isPromiseLike(withdrawn)) withdrawn.then(nothing, nothing);
+    } catch {
+      // It runs out by itself.
+    }
+  }
 
   /**
    * Frees the slot (at the end, or on stepping down), trying again while the lock is taken,

@@ -50,6 +50,8 @@ export class FollowerSteps {
     if (this.campaign.phase !== follower || activity.name === 'sitting-out') return;
     // The answer on its way may predate the change: another attempt follows it.
     if (activity.name === 'acquiring') return void (activity.changedMeanwhile = true);
+    // An attempt put off for a candidate of a higher priority comes at its time, proof or not.
+    if (follower.deferred && activity.name === 'due') return;
     // Every standby has a proof at the same moment, as with a release: in a crowd, at once.
     if (origin === 'proof') return this.attemptInCrowd();
     if (activity.name === 'due') return;
@@ -69,7 +71,9 @@ export class FollowerSteps {
     if (this.campaign.phase !== follower) return;
     if (activity.name === 'acquiring') return void (activity.changedMeanwhile = true);
     // At once, not on a timer: the word was heard on one already (see `Campaign.onHandoffWord`).
+    // Named, it goes first whatever the priorities.
     follower.activity = { name: 'due' };
+    follower.deferred = true;
     this.campaign.clearTimer();
     this.campaign.flights.whenSettled(this.attempt);
   }
@@ -113,6 +117,11 @@ export class FollowerSteps {
     this.attempt();
   }
 
+  /** Whether others let this candidate take a free slot first: it declares a priority above 0 to a store that keeps it. */
+  private preferred(): boolean {
+    return (this.campaign.timing.priority ?? 0) > 0 && this.campaign.powers.priorities !== undefined;
+  }
+
   /** Ends what a follower watches: changes, and the leader's tenure. */
   endFollowing(follower: Following): void {
     this.listen(follower, false);
@@ -125,6 +134,8 @@ export class FollowerSteps {
     if (follower.name !== 'following') return;
     // This attempt replaces whatever was due: a poll must not follow it once it is answered.
     campaign.clearTimer();
+    this.declarePriority();
+    if (this.putOff(follower, waitForLock)) return;
     follower.activity = { name: 'acquiring', changedMeanwhile: false };
     const sentAt = campaign.now();
     const { expiresAfter } = campaign.timing;
@@ -139,6 +150,70 @@ export class FollowerSteps {
     );
   }
 
+  /**
+   * Puts the attempt off by `retryEvery`, once, when a standing candidate of a higher
+   * priority declared itself: if the slot is free, that one takes it meanwhile (it listens,
+   * and tries at once), and this attempt then finds it taken; if that one is gone, this
+   * attempt comes only that much later. Whether the slot is free does not matter: an attempt
+   * on a live lease changes nothing either way.
+   */
+  private putOff(follower: Following, waitForLock: boolean): boolean {
+    const { campaign } = this;
+    if (follower.deferred) {
+      follower.deferred = false;
+      return false;
+    }
+    if (this.highestDeclared(follower, waitForLock) <= (campaign.timing.priority ?? 0)) return false;
+    follower.deferred = true;
+    follower.activity = { name: 'due' };
+    campaign.wake(waitForLock ? this.attempt : this.attemptInCrowd, campaign.timing.retryEvery);
+    return true;
+  }
+
+  /**
+   * The highest priority another candidate declared. In a crowd, a store that reads the
+   * database for it is asked only while this follower knows of a declaration (SQLite: in a
+   * rollback journal, a read by every one of the crowd would keep the one that writes from
+   * committing), so that candidates that use no priority pay nothing; a declaration made
+   * since is seen at the next attempt made alone (a poll). A store whose answer comes later
+   * (a promise) is not waited for: every candidate is equal there, as after an error.
+   */
+  private highestDeclared(follower: Following, waitForLock: boolean): number {
+    const { campaign } = this;
+    const priorities = campaign.powers.priorities;
+    const now = campaign.now();
+    const { declared } = follower;
+    const known = declared !== undefined && declared.priority > 0 && now - declared.at < campaign.timing.expiresAfter;
+    if (priorities === undefined || (!waitForLock && !known && priorities.heard !== true)) return 0;
+    try {
+      const highest = priorities.highest(campaign.slot, campaign.holder, campaign.reading());
+      follower.declared = typeof highest === 'number' ? { priority: highest, at: now } : undefined;
+    } catch {
+      follower.declared = undefined; // a lock or an error: the attempt tells
+    }
+    return follower.declared?.priority ?? 0;
+  }
+
+  /**
+   * Declares this candidate's priority, if above 0, at its first attempt and again before
+   * the declaration runs out (each lasts `expiresAfter`); beside the operation in flight,
+   * as a standby place is claimed: best effort, nothing waits for it.
+   */
+  private declarePriority(): void {
+    const { campaign } = this;
+    const { priority = 0, expiresAfter } = campaign.timing;
+    const priorities = campaign.powers.priorities;
+    const now = campaign.now();
+    if (priority <= 0 || priorities === undefined || now - campaign.declaredAt < expiresAfter / 3) return;
+    campaign.declaredAt = now;
+    try {
+      const declared = priorities.declare(campaign.slot, campaign.holder, priority, campaign.reading(), expiresAfter);
+      if (isPromiseLike(declared)) declared.then(undefined, () => (campaign.declaredAt = -Infinity));
+    } catch {
+      campaign.declaredAt = -Infinity; // again at the next attempt
+    }
+  }
+
   private onAcquireResult(follower: Following, result: AcquireResult, sentAt: number, advertised: string | undefined): void {
     const { campaign } = this;
     const { activity } = follower;
@@ -147,7 +222,13 @@ export class FollowerSteps {
     campaign.answered();
     if (result.acquired) {
       const expiresAt = sentAt + campaign.timing.expiresAfter;
-      const leading: Leading = { name: 'leading', term: result.lease.term, expiresAt, ...(advertised !== undefined && { advertised }) };
+      const leading: Leading = {
+        name: 'leading',
+        term: result.lease.term,
+        expiresAt,
+        since: sentAt,
+        ...(advertised !== undefined && { advertised }),
+      };
       // A tenure whose end was proven is no expired lease: no lock-delay for it.
       const replaced = result.replaced !== undefined && !sameTenure(result.replaced, follower.ended) ? result.replaced : undefined;
       return campaign.lead(follower, leading, replaced);
@@ -211,7 +292,8 @@ export class FollowerSteps {
     const settle = (held: boolean) => {
       if (campaign.phase !== follower) return;
       follower.standby = held ? 'held' : 'full';
-      this.listen(follower, held);
+      // A candidate others let go first must hear of a release at once, place or not.
+      this.listen(follower, held || this.preferred());
     };
     const places = campaign.powers.standby;
     if (places === undefined) return settle(true);
@@ -232,7 +314,8 @@ export class FollowerSteps {
   private watchLeader(follower: Following, lease: LeaseRecord, expiresIn: number): void {
     const { campaign } = this;
     const proof = campaign.powers.tenureProof;
-    const wanted = proof !== undefined && follower.standby === 'held' && stands(expiresIn) && lease.holder !== campaign.holder;
+    const watching = follower.standby === 'held' || this.preferred();
+    const wanted = proof !== undefined && watching && stands(expiresIn) && lease.holder !== campaign.holder;
     const current = follower.leaderWatch;
     if (wanted && current !== undefined && sameTenure(lease, current.lease) && current.watch.watching) return;
     this.unwatchLeader(follower);

@@ -58,11 +58,13 @@ export class LeaderSteps {
           name: 'leading',
           term,
           expiresAt: sentAt + expiresAfter,
+          since: leading.since,
           ...(stillQuiet && { quietUntil }),
           ...(advertised !== undefined && { advertised }),
         };
         campaign.renewed(renewedTo);
         if (!stillQuiet && !campaign.emit(campaign.tenureEvent(announced ? 'elected' : 'renewed', renewedTo))) return;
+        if (!stillQuiet && this.outranked(renewedTo)) return campaign.giveWay(renewedTo);
         // Changed while this renewal was on its way: written by the next one, at once.
         if (!stillQuiet && campaign.advertised !== advertised) this.scheduleRenewal(renewedTo, 0);
         else this.renewInTime(renewedTo);
@@ -101,6 +103,24 @@ export class LeaderSteps {
   advertiseNow(leading: Leading): void {
     if (leading.quietUntil !== undefined || this.campaign.flights.busy) return;
     this.scheduleRenewal(leading, 0);
+  }
+
+  /**
+   * With `preempt`: whether a standing candidate of a higher priority than this leader's
+   * declared itself, once this leader has led for `expiresAfter` (so that the slot changes
+   * hands this way at most once a lease, and two candidates never flap).
+   */
+  private outranked(leading: Leading): boolean {
+    const { campaign } = this;
+    const { preempt = false, priority = 0, expiresAfter } = campaign.timing;
+    const priorities = campaign.powers.priorities;
+    if (!preempt || priorities === undefined || campaign.now() - leading.since < expiresAfter) return false;
+    try {
+      const highest = priorities.highest(campaign.slot, campaign.holder, campaign.reading());
+      return typeof highest === 'number' && highest > priority;
+    } catch {
+      return false; // asked again at the next renewal
+    }
   }
 
   /** Renews after `interval`, unless the lease ends first: then the tenure ends at its expiry. */

@@ -40,9 +40,11 @@ export interface RenewedEvent extends Lease {
  * renewal could be written; `stepped-down` when the `stepDown` notifier asked it to (the
  * lease is released right after, and the candidate sits out); `handed-off` when it was
  * asked to hand its tenure over (`handOff`): the slot goes to the named successor, or is
- * released, and the candidate sits out. Other strings may come in later versions.
+ * released, and the candidate sits out; `preempted` when, with the `preempt` option, a
+ * candidate of a higher `priority` stood by: the lease is released for it, and the candidate
+ * sits out. Other strings may come in later versions.
  */
-export type LostReason = 'superseded' | 'expired' | 'stepped-down' | 'handed-off' | (string & {});
+export type LostReason = 'superseded' | 'expired' | 'stepped-down' | 'handed-off' | 'preempted' | (string & {});
 
 /** The tenure ended. The candidate goes on campaigning. */
 export interface LostEvent extends Lease {

@@ -245,6 +245,31 @@ export interface StoreCapabilities {
   readonly fencing?: Fencing<unknown>;
   /** Word of handoffs: a leader asked to hand its tenure over, and a tenure handed to a named successor. Without it, nobody can be asked. */
   readonly handoffs?: Handoffs;
+  /** Which standing candidates prefer to lead (the `priority` option). Without it, every candidate is equal. */
+  readonly priorities?: Priorities;
+}
+
+/**
+ * The `priorities` capability: the candidates of a slot that declared a priority above the
+ * default (0), so that the others let them take a free slot first. Best effort, and only
+ * ever about order: a declaration that goes unseen costs a preference, never safety.
+ */
+export interface Priorities {
+  /**
+   * Declares that `holder` campaigns for `slot` with `priority` (above 0) for the next
+   * `expiresAfter` ms, or until it withdraws (`priority` 0). Declared again before that
+   * ends, as long as it campaigns. Never waits for a lock: throws `LockTaken` instead.
+   */
+  declare(slot: number, holder: string, priority: number, now: ClockReading, expiresAfter: number): Eventually<void>;
+  /** The highest priority that a live candidate of `slot` other than `holder` declared; 0 when none did. */
+  highest(slot: number, holder: string, now: ClockReading): Eventually<number>;
+  /**
+   * `true` when `highest` answers from declarations already heard, without a statement:
+   * then it may be asked at every attempt, in a crowd too. Others are asked in a crowd only
+   * by a follower that knows of a declaration.
+   * @default false
+   */
+  readonly heard?: boolean;
 }
 
 /**

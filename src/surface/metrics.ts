@@ -16,7 +16,7 @@ export interface LeadershipMetricsOptions {
 }
 
 /** The reasons a tenure ends that every loss counter starts at 0 with (see `LostReason`). */
-const lossReasons = ['superseded', 'expired', 'stepped-down', 'handed-off'] as const;
+const lossReasons = ['superseded', 'expired', 'stepped-down', 'handed-off', 'preempted'] as const;
 
 /** The codes of `error` events, which every error counter starts at 0 with. */
 const transientCodes = ['DATABASE_BUSY', 'DATABASE_ERROR'] as const;

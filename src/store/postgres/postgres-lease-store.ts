@@ -16,6 +16,7 @@ import {
   LeaseTable,
   LeaseView,
   LockTaken,
+  Priorities,
   RenewOptions,
   StandbyPlaces,
   WatchOptions,
@@ -101,13 +102,19 @@ export function postgresLeaseStore(pool: Pool, config: PostgresLeaseStoreConfig 
 
 /** See {@link postgresLeaseStore}. */
 export class PostgresLeaseStore
-  implements FencingStore<PoolClient>, LeaseTable, ChangeSignals, StandbyPlaces, Fencing<PoolClient>, Handoffs
+  implements FencingStore<PoolClient>, LeaseTable, ChangeSignals, StandbyPlaces, Fencing<PoolClient>, Handoffs, Priorities
 {
   readonly clock = 'server';
   /** `schema.table`, as messages name it. */
   readonly tableName: string;
-  /** Notifications, standby places as advisory locks, fencing under the row's lock, handoffs by notification; no proof of a tenure's end across hosts. */
-  readonly capabilities: FencingCapabilities<PoolClient> = { changes: this, standby: this, fencing: this, handoffs: this };
+  /** Notifications, standby places as advisory locks, fencing under the row's lock, handoffs and priorities by notification; no proof of a tenure's end across hosts. */
+  readonly capabilities: FencingCapabilities<PoolClient> = {
+    changes: this,
+    standby: this,
+    fencing: this,
+    handoffs: this,
+    priorities: this,
+  };
   /** The statements as the table's shape allows (see `statementsFor`): with `lease_ms` until the schema says otherwise. */
   private statements: ReturnType<typeof statementsFor>;
   /** Which columns the table has, as last seen: `lease_ms` (the table can gain it meanwhile), `advertised`. */
@@ -123,7 +130,14 @@ export class PostgresLeaseStore
     readonly renewed: string;
     /** The start of a word about a handoff (see `HandoffWord`), followed by its JSON. */
     readonly handoff: string;
+    /** The start of a candidate's declared priority, followed by its JSON (see `declare`). */
+    readonly priority: string;
   };
+  /** The priorities heard declared, by `slot holder`, each until when (ms of `performance.now()`) it holds. */
+  private readonly declared = new Map<
+    string,
+    { readonly slot: number; readonly holder: string; readonly priority: number; readonly until: number }
+  >();
   /** Who hears of handoffs: every candidate of this store, leaders and followers alike, each for its holder. */
   private readonly handoffListeners = new HandoffListeners(() => this.session.stopIfUnwanted());
   /** The schema being made, or made; unset again if making it failed. */
@@ -157,6 +171,7 @@ export class PostgresLeaseStore
       released: `released ${table}`,
       renewed: `renewed ${table}`,
       handoff: `handoff ${table} `,
+      priority: `priority ${table} `,
     };
     this.session = new StoreSession(pool, queryTimeout, table, {
       wanted: () => this.listeners.any || this.handoffListeners.any || this.standby.wanted,
@@ -275,6 +290,33 @@ export class PostgresLeaseStore
       );
       return row === undefined ? undefined : Number(row.term);
     });
+  }
+
+  /**
+   * Declares `holder`'s priority by a notification, heard by every process that listens
+   * (every candidate's does), which keeps it for `expiresAfter`: it needs no right on the
+   * table, and nothing is left behind by a process that dies. Behind a pooler that lends
+   * connections per transaction nobody hears it: every candidate is equal there.
+   */
+  declare(slot: number, holder: string, priority: number, _now: ClockReading, expiresAfter: number): Promise<void> {
+    return this.operation(async () => {
+      const word = JSON.stringify({ slot, holder, priority, for: expiresAfter });
+      await this.query(this.statements.tell, [`${this.payloads.priority}${word}`]);
+    });
+  }
+
+  /** `highest` answers from the notifications heard: no statement. */
+  readonly heard = true;
+
+  /** The highest priority heard declared for `slot` by another holder, and still held. */
+  highest(slot: number, holder: string): number {
+    const now = performance.now();
+    let highest = 0;
+    for (const [key, declared] of this.declared) {
+      if (declared.until < now) this.declared.delete(key);
+      else if (declared.slot === slot && declared.holder !== holder) highest = Math.max(highest, declared.priority);
+    }
+    return highest;
   }
 
   /** Every word addressed to `holder`, for as long as the session listens (see `StoreSession`). Every process hears every word: a notification reaches all. */
@@ -473,6 +515,22 @@ export class PostgresLeaseStore
     else if (payload.startsWith(this.payloads.handoff)) {
       const word = handoffWordOf(payload.slice(this.payloads.handoff.length));
       if (word !== undefined) this.handoffListeners.deliver(word);
+    } else if (payload.startsWith(this.payloads.priority)) this.heardPriority(payload.slice(this.payloads.priority.length));
+  }
+
+  /** A declared priority (see `declare`); anything else is ignored. */
+  private heardPriority(text: string): void {
+    let word: unknown;
+    try {
+      word = JSON.parse(text);
+    } catch {
+      return;
     }
+    const { slot, holder, priority, for: expiresAfter } = (word ?? {}) as Record<string, unknown>;
+    if (typeof slot !== 'number' || typeof holder !== 'string' || typeof priority !== 'number' || typeof expiresAfter !== 'number') return;
+    const key = `${slot} ${holder}`;
+    if (priority > 0 && Number.isFinite(priority))
+      this.declared.set(key, { slot, holder, priority, until: performance.now() + expiresAfter });
+    else this.declared.delete(key);
   }
 }

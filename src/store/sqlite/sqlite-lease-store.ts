@@ -25,6 +25,7 @@ import {
   LeaseStore,
   LeaseTable,
   LeaseView,
+  Priorities,
   RenewOptions,
   StandbyPlaces,
   StoreCapabilities,
@@ -88,6 +89,9 @@ interface Statements {
   standbyRead: Statement<[number], StandbyPlace>;
   standbyClaim: Statement<[StandbyClaim]>;
   standbyLeave: Statement<[{ slot: number; holder: string }]>;
+  declare: Statement<[{ slot: number; holder: string; priority: number; expiresAt: number }]>;
+  undeclare: Statement<[{ slot: number; holder: string }]>;
+  highest: Statement<[{ slot: number; holder: string; now: number }], number>;
   acquire: Transaction<
     (
       parameters: TakeParameters & EndedTenure,
@@ -154,13 +158,13 @@ export function sqliteLeaseStore(db: SqliteDatabaseLike): SqliteLeaseStore {
  * {@link sqliteLeaseStore}, which makes it). Nothing touches the database before the first
  * operation, which creates what is missing of the schema and prepares the statements.
  */
-export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, StandbyPlaces, TenureProof, Handoffs {
+export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, StandbyPlaces, TenureProof, Handoffs, Priorities {
   /** Every candidate of a SQLite file shares the host's clock: what is stored is timed by theirs. */
   readonly clock = 'candidate';
   /** The original worker's table. */
   readonly tableName = 'worker_leadership';
-  /** Releases signalled through a file, standby places in a table, tenures proven over by their endpoints, handoffs by a file of words. */
-  readonly capabilities: StoreCapabilities = { changes: this, standby: this, tenureProof: this, handoffs: this };
+  /** Releases signalled through a file, standby places and priorities in tables, tenures proven over by their endpoints, handoffs by a file of words. */
+  readonly capabilities: StoreCapabilities = { changes: this, standby: this, tenureProof: this, handoffs: this, priorities: this };
   private statements: Statements | undefined;
   /** The read statement of the whole schema, prepared once it exists (see `reader`), which `statements` uses too. */
   private wholeRead: Statement<[Judged], LeaseRow> | undefined;
@@ -284,6 +288,22 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
     }
     if (term !== undefined) this.mailboxes.tell({ kind: 'handed', slot: lease.slot, to, term });
     return term;
+  }
+
+  /**
+   * Priorities, like standby places, are timed by the wall clock: they only decide who takes
+   * a free slot first, and a step costs at most a preference kept or lost for its length.
+   */
+  declare(slot: number, holder: string, priority: number, { wall: now }: ClockReading, expiresAfter: number): void {
+    this.guard((statements) =>
+      priority > 0
+        ? statements.declare.run({ slot, holder, priority, expiresAt: now + expiresAfter })
+        : statements.undeclare.run({ slot, holder }),
+    );
+  }
+
+  highest(slot: number, holder: string, { wall: now }: ClockReading): number {
+    return Number(this.guard((statements) => statements.highest.get({ slot, holder, now })));
   }
 
   /** Every word addressed to `holder`, from this connection and, through its mailbox's file, from every other. */
@@ -466,6 +486,9 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
       standbyRead: db.prepare(statementText.standbyRead),
       standbyClaim: db.prepare(statementText.standbyClaim),
       standbyLeave,
+      declare: db.prepare(statementText.declare),
+      undeclare: db.prepare(statementText.undeclare),
+      highest: db.prepare<[{ slot: number; holder: string; now: number }], number>(statementText.highest).pluck(),
       // A leader is nobody's standby: winning gives its standby place up, if it had one. Its
       // endpoint opens before the commit, so that whoever reads the tenure can reach it; if
       // the commit fails, nobody ever could, and it closes. The row and the deadline are

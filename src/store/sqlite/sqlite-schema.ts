@@ -30,6 +30,10 @@ import { LeadershipError } from '../../core/leadership-error';
  * releases, each place a small lease of its own (see the lease store). It only decides who
  * is woken first, never who leads.
  *
+ * A fifth holds the priorities candidates declared (the `priority` option), each a small
+ * lease of its own on the wall clock, as a standby place: it only decides who takes a free
+ * slot first, never who leads.
+ *
  * A fourth holds what each tenure's holder advertises to followers (the `advertise` option),
  * which, like the deadline, counts only for the tenure it names: a tenure the original
  * worker's statements start advertises nothing.
@@ -62,6 +66,13 @@ const schema = `
     term INTEGER NOT NULL,
     value TEXT NOT NULL
   );
+  CREATE TABLE IF NOT EXISTS worker_leadership_candidate (
+    slot INTEGER NOT NULL,
+    holder TEXT NOT NULL,
+    priority INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (slot, holder)
+  );
   CREATE TABLE IF NOT EXISTS worker_leadership_standby (
     slot INTEGER NOT NULL,
     place INTEGER NOT NULL,
@@ -84,6 +95,7 @@ const schemaObjects = [
   'worker_leadership_deadline',
   'worker_leadership_standby',
   'worker_leadership_advertised',
+  'worker_leadership_candidate',
   'worker_leadership_term_on_insert',
   'worker_leadership_term_on_take',
 ];
@@ -107,6 +119,10 @@ const expectedShapes: Record<string, Shape> = {
     key: ['slot', 'place'],
   },
   worker_leadership_advertised: { columns: { slot: 'INTEGER', holder: 'TEXT', term: 'INTEGER', value: 'TEXT' }, key: ['slot'] },
+  worker_leadership_candidate: {
+    columns: { slot: 'INTEGER', holder: 'TEXT', priority: 'INTEGER', expires_at: 'INTEGER' },
+    key: ['slot', 'holder'],
+  },
 };
 
 interface ColumnInfo {
