@@ -237,6 +237,9 @@ function allowance(fault: FaultRecord, expiresAfter: number, retryBound: number)
     // The named follower takes the slot at once; if it died or froze meanwhile, its window (a
     // retryEvery) goes unused and another takes it, or the old leader once it has sat out.
     handoff: expiresAfter + retryBound,
+    // A candidate campaigns again with another priority (and preempt): a release if it led;
+    // the others let a standing one of a higher priority go first, for a retryEvery at most.
+    priority: expiresAfter + retryBound,
     // Nobody can write while the lock is held; the leader steps down at its expiry meanwhile.
     lock: lasted + retryBound,
     // Followers come and go; the leader should not notice.

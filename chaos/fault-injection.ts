@@ -44,6 +44,8 @@ export class FaultInjector {
         return leader.send('step-down');
       case 'handoff':
         return this.handOff(fault, leader, planned.pick);
+      case 'priority':
+        return this.changePriority(fault, planned);
       case 'lock':
         return this.lock(fault, planned.duration);
       case 'cut-host':
@@ -66,6 +68,14 @@ export class FaultInjector {
     const to = followers[Math.floor(pick * followers.length)];
     const asker = followers[Math.floor(pick * 7919) % followers.length];
     asker.send(`hand-off ${fault.slot},${to.holder}`);
+  }
+
+  /** A candidate of the run (the leader, at times) campaigns again with a new priority, and `preempt` on. */
+  private changePriority(fault: FaultRecord, planned: PlannedFault): void {
+    const candidates = this.workers.live().filter((w) => w.kind === 'candidate' && w.holder !== undefined && !w.paused);
+    if (candidates.length === 0) return skip(fault, 'no candidate');
+    const chosen = candidates[Math.floor(planned.pick * candidates.length)];
+    chosen.send(`priority ${planned.priority ?? 0}`);
   }
 
   private end(leader: WorkerProcess, signal: 'SIGKILL' | 'SIGTERM'): void {

@@ -10,6 +10,8 @@ export interface PlannedFault {
   duration: number;
   /** A number in [0, 1) to choose among possible targets, so that a seed fixes the choice. */
   pick: number;
+  /** For `priority`: the candidate's new priority (with `preempt` on). */
+  priority?: number;
   /**
    * For `clock-step`: the seconds the wall clock moves (back if negative); with a
    * `duration`, a strobe that moves it that far forward and back every 150 ms meanwhile.
@@ -74,7 +76,9 @@ export function planFaults({ seed, duration, lease, slots, hosts = false, clockS
     if (kind === 'clock-step') Object.assign(fault, clockStep(random, lease));
     faults.push(fault);
   }
-  return [...faults, ...planHandoffs(seed, duration, lease, slots)].sort((a, b) => a.at - b.at);
+  return [...faults, ...planHandoffs(seed, duration, lease, slots), ...planPriorities(seed, duration, lease, slots)].sort(
+    (a, b) => a.at - b.at,
+  );
 }
 
 /**
@@ -89,6 +93,20 @@ function planHandoffs(seed: number, duration: number, lease: number, slots: numb
     handoffs.push({ at: Math.round(at), kind: 'handoff', slot: Math.floor(random() * slots), duration: 0, pick: random() });
   }
   return handoffs;
+}
+
+/**
+ * Priority changes, one every three to seven leases: a candidate campaigns again with a
+ * priority from 0 to 3 and `preempt` on. From a stream of their own, as the handoffs.
+ */
+function planPriorities(seed: number, duration: number, lease: number, slots: number): PlannedFault[] {
+  const random = mulberry32(seed ^ 0x7072696f);
+  const changes: PlannedFault[] = [];
+  for (let at = 2 * lease + 3 * random() * lease; at < duration - 2 * lease; at += lease * (3 + 4 * random())) {
+    const slot = Math.floor(random() * slots);
+    changes.push({ at: Math.round(at), kind: 'priority', slot, duration: 0, pick: random(), priority: Math.floor(random() * 4) });
+  }
+  return changes;
 }
 
 /**

@@ -11,6 +11,7 @@ const kinds: FaultKind[] = [
   'resubscribe',
   'step-down',
   'handoff',
+  'priority',
   'lock',
   'burst',
   'cut-host',

@@ -35,6 +35,7 @@ export type FaultKind =
   | 'resubscribe'
   | 'step-down'
   | 'handoff'
+  | 'priority'
   | 'lock'
   | 'burst'
   | 'cut-host'

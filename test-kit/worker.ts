@@ -4,7 +4,7 @@
  * stdout, and while it leads a slot keeps appending rows to a ledger with `fenced`.
  *
  * Options come as JSON in argv[2] (see WorkerOptions). Commands come one per line on
- * stdin: `unsubscribe`, `subscribe`, `step-down` (every slot it leads, through the `stepDown` option), `hand-off SLOT,HOLDER` (asks that slot's leader, wherever it runs, to hand over to HOLDER), `fenced-write` (one more write with the last lease of
+ * stdin: `unsubscribe`, `subscribe`, `step-down` (every slot it leads, through the `stepDown` option), `hand-off SLOT,HOLDER` (asks that slot's leader, wherever it runs, to hand over to HOLDER), `priority N` (campaigns again with priority N and preempt on), `fenced-write` (one more write with the last lease of
  * each slot, whatever the campaign says since), `fenced-hang SLOT` (a fenced transaction
  * with that slot's last lease that never commits: the process blocks in it, to be killed
  * there), `usage` (CPU and event-loop time, for the benchmark), `loop-delay` (the event
@@ -159,6 +159,8 @@ function main(): void {
   // whose it is: the benchmark asks whether this worker holds a standby place.
   let round = 0;
   let holder = '';
+  /** What the `priority` command set: this worker's priority, and preempt. */
+  let preference: { priority?: number; preempt?: boolean } = {};
   const healthReport = health ? leadershipHealth() : undefined;
   if (healthReport) {
     const server = createServer((_, response) => {
@@ -225,6 +227,7 @@ function main(): void {
     subscriptions = Array.from({ length: slots }, (_, slot) =>
       observeLeadership(db.campaignIn, {
         ...timing,
+        ...preference,
         slot,
         holder,
         ...(scheduler && { scheduler }),
@@ -284,6 +287,12 @@ function main(): void {
       }
     },
     'step-down': () => stepDown.next(),
+    // `priority N`: campaigns again with priority N and preempt on, as a new version would.
+    priority: (argument = '0') => {
+      preference = { priority: Number(argument), preempt: true };
+      unsubscribe();
+      subscribe();
+    },
     // `hand-off SLOT,HOLDER`: asks the slot's leader to hand over to HOLDER, as the command would.
     'hand-off': (argument = '') => {
       const [slot, to] = argument.split(',');

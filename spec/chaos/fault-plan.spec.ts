@@ -19,17 +19,32 @@ describe('planFaults', () => {
       if (fault.kind === 'lock') expect(fault.duration).toBeGreaterThan(0);
     }
     expect(new Set(faults.map((f) => f.kind))).toEqual(
-      new Set(['kill', 'kill-in-fenced', 'kill-with-standbys', 'pause', 'stop', 'resubscribe', 'step-down', 'handoff', 'lock', 'burst']),
+      new Set([
+        'kill',
+        'kill-in-fenced',
+        'kill-with-standbys',
+        'pause',
+        'stop',
+        'resubscribe',
+        'step-down',
+        'handoff',
+        'priority',
+        'lock',
+        'burst',
+      ]),
     );
   });
 
-  it('adds handoffs from a stream of their own: every other fault of a seed stays where it was', () => {
+  it('adds handoffs and priority changes from streams of their own: every other fault of a seed stays where it was', () => {
     const faults = planFaults({ ...options, duration: 300_000 });
     const handoffs = faults.filter((f) => f.kind === 'handoff');
     expect(handoffs.length).toBeGreaterThan(30);
     expect(faults.map((f) => f.at)).toEqual([...faults.map((f) => f.at)].sort((a, b) => a - b));
     // Seed 2's faults, as they were planned before handoffs came: as many, the first ones the same.
-    const others = faults.filter((f) => f.kind !== 'handoff');
+    const priorities = faults.filter((f) => f.kind === 'priority');
+    expect(priorities.length).toBeGreaterThan(20);
+    expect(new Set(priorities.map((f) => f.priority))).toEqual(new Set([0, 1, 2, 3]));
+    const others = faults.filter((f) => f.kind !== 'handoff' && f.kind !== 'priority');
     expect(others).toHaveLength(250);
     expect(others.slice(0, 3).map((f) => f.kind)).toEqual(['kill-with-standbys', 'stop', 'kill']);
   });
