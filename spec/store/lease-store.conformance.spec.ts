@@ -164,15 +164,17 @@ describe.each(stores)('%s lease store', (_, open) => {
     });
 
     it('keeps what a tenure advertises with that tenure only: written at the take and by renewals, gone once another takes or the slot is handed on', async () => {
-      const first = await store.acquire(0, 'a', at(Date.now()), 1, { advertised: 'http://a:8080' });
+      const first = await store.acquire(0, 'a', at(Date.now()), 60_000, { advertised: 'http://a:8080' });
       expect(first.lease.advertised).toBe('http://a:8080');
       const look = async () => (await store.look(0, at(Date.now())))?.lease;
       expect(await look()).toMatchObject({ holder: 'a', advertised: 'http://a:8080' });
       const lease = { slot: 0, holder: 'a', term: first.lease.term };
       // A leader changes it without a new election: the same term.
-      expect(await store.renew(lease, at(Date.now()), 1, { advertised: 'http://a:9090' })).toBe(true);
+      expect(await store.renew(lease, at(Date.now()), 60_000, { advertised: 'http://a:9090' })).toBe(true);
       expect(await look()).toMatchObject({ holder: 'a', term: first.lease.term, advertised: 'http://a:9090' });
-      // Taken by a candidate that advertises nothing: nothing of a's shows for b.
+      // Its last renewal is of 1 ms; then it is taken by a candidate that advertises nothing:
+      // nothing of a's shows for b.
+      expect(await store.renew(lease, at(Date.now()), 1, { advertised: 'http://a:9090' })).toBe(true);
       await until(20);
       const seen = await acquire('b');
       const taken = seen.acquired ? seen : (await until(20), await store.acquire(0, 'b', at(Date.now()), 60_000, { over: seen.lease }));
