@@ -72,6 +72,7 @@ describe('the observe-leadership command', () => {
         ).toEqual([
           'worker_leadership',
           'worker_leadership_advertised',
+          'worker_leadership_candidate',
           'worker_leadership_deadline',
           'worker_leadership_standby',
           'worker_leadership_term',
