@@ -310,13 +310,18 @@ export class PostgresLeaseStore
 
   /** The highest priority heard declared for `slot` by another holder, and still held. */
   highest(slot: number, holder: string): number {
-    const now = performance.now();
+    this.forgetExpired();
     let highest = 0;
-    for (const [key, declared] of this.declared) {
-      if (declared.until < now) this.declared.delete(key);
-      else if (declared.slot === slot && declared.holder !== holder) highest = Math.max(highest, declared.priority);
+    for (const declared of this.declared.values()) {
+      if (declared.slot === slot && declared.holder !== holder) highest = Math.max(highest, declared.priority);
     }
     return highest;
+  }
+
+  /** Drops the declarations that ran out: at each look and each word, so that a process that only watches keeps none for long. */
+  private forgetExpired(): void {
+    const now = performance.now();
+    for (const [key, declared] of this.declared) if (declared.until < now) this.declared.delete(key);
   }
 
   /** Every word addressed to `holder`, for as long as the session listens (see `StoreSession`). Every process hears every word: a notification reaches all. */
@@ -529,6 +534,7 @@ export class PostgresLeaseStore
     const { slot, holder, priority, for: expiresAfter } = (word ?? {}) as Record<string, unknown>;
     if (typeof slot !== 'number' || typeof holder !== 'string' || typeof priority !== 'number' || typeof expiresAfter !== 'number') return;
     const key = `${slot} ${holder}`;
+    this.forgetExpired();
     if (priority > 0 && Number.isFinite(priority))
       this.declared.set(key, { slot, holder, priority, until: performance.now() + expiresAfter });
     else this.declared.delete(key);
