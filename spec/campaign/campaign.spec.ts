@@ -218,6 +218,42 @@ describe('Campaign', () => {
       expect(store2.look(0, at(0))?.lease).toMatchObject({ holder: 'x', term: 2 });
     });
 
+    it('claims a standby place again a few ms later when its first claim found the lock taken, and watches the tenure, long before its next poll', () => {
+      const places = powers.standby as StandbyPlaces;
+      const standBy = jest.spyOn(places, 'standBy').mockImplementationOnce(() => {
+        throw new LockTaken('database is locked');
+      });
+      const acquire = jest.spyOn(store, 'acquire');
+      // x's lease runs until 100 and b polls every 50: only the claim's own retry comes sooner.
+      campaignOfB({ 10: () => watched[0].onEnded() }, 40);
+      expect(standBy).toHaveBeenCalledTimes(2);
+      expect(acquire.mock.calls[1][2].now).toBeLessThan(5);
+      expect(watched[0].lease).toEqual({ slot: 0, holder: 'x', term: 1 });
+    });
+
+    it('claims nothing sooner than its poll when a place it holds could not be renewed: it stands by as it was', () => {
+      const places = powers.standby as StandbyPlaces;
+      let claims = 0;
+      jest.spyOn(places, 'standBy').mockImplementation((...args) => {
+        if (++claims > 1) throw new LockTaken('database is locked');
+        return sqliteLeaseStore(db).standBy(...args);
+      });
+      const acquire = jest.spyOn(store, 'acquire');
+      let watchingAt70: boolean[] = [];
+      campaignOfB({ 70: () => (watchingAt70 = watched.map(({ closed }) => !closed)) }, 80);
+      expect(acquire.mock.calls.map(([, , now]) => now.now)).toEqual([0, 50]);
+      expect(watchingAt70).toEqual([true]);
+    });
+
+    it('gives its standby place up at the end even while the lock is taken for a few ms', () => {
+      const leave = jest.spyOn(powers.standby as StandbyPlaces, 'leaveStandby').mockImplementationOnce(() => {
+        throw new LockTaken('database is locked');
+      });
+      campaignOfB({}, 40);
+      expect(leave).toHaveBeenCalledTimes(2);
+      expect(db.prepare('SELECT count(*) AS n FROM worker_leadership_standby').get()).toEqual({ n: 0 });
+    });
+
     it('does not watch without a standby place', () => {
       ['p', 'q', 'r'].forEach((holder) => sqliteLeaseStore(db).standBy(0, holder, at(0), 1_000, 3));
       campaignOfB({});

@@ -175,16 +175,19 @@ export class Campaign implements CampaignContext {
     this.phase = sittingOut;
     this.lockRetry.clear();
     this.emit({ type: 'lost', ...lease, reason });
-    this.endLease(lease, end, (ended) => {
-      if (typeof ended === 'number') {
-        // A window written for a successor (its term) is nobody's tenure: only a greater term ends the sit-out.
-        if (sittingOut.activity.name === 'sitting-out') sittingOut.activity.after = ended;
-        // The old tenure's proof of end waits for the window (see `Handoffs.handOver`): no
-        // standby rushes for the write lock that the successor needs.
-        this.scheduler.schedule(() => this.powers.tenureProof?.endTenure(lease), this.timing.retryEvery);
-      }
-      this.follower.sitOut(sittingOut);
-    });
+    this.throughLock(
+      () => end(lease),
+      (ended) => {
+        if (typeof ended === 'number') {
+          // A window written for a successor (its term) is nobody's tenure: only a greater term ends the sit-out.
+          if (sittingOut.activity.name === 'sitting-out') sittingOut.activity.after = ended;
+          // The old tenure's proof of end waits for the window (see `Handoffs.handOver`): no
+          // standby rushes for the write lock that the successor needs.
+          this.scheduler.schedule(() => this.powers.tenureProof?.endTenure(lease), this.timing.retryEvery);
+        }
+        this.follower.sitOut(sittingOut);
+      },
+    );
   }
 
   /** Word about a handoff: a request to this leader, or the slot handed to this follower. */
@@ -253,8 +256,9 @@ export class Campaign implements CampaignContext {
     const standing = standsBy(left);
     this.follower.endFollowing(left);
     const places = this.powers.standby;
-    // Best effort: an unused place only delays the next standby until it expires.
-    if (standing && places) this.flights.run(() => places.leaveStandby(this.slot, this.holder), nothing, nothing);
+    // A place left held would keep a follower from standing by (and from watching the next
+    // leader) until it expires: tried again while the lock is taken, as a release is.
+    if (standing && places) this.throughLock(() => places.leaveStandby(this.slot, this.holder), nothing);
   };
 
   /** Withdraws the priority this candidate declared, if it did: best effort, a declaration also runs out by itself. */
@@ -278,20 +282,20 @@ export class Campaign implements CampaignContext {
    * the lease expires by itself.
    */
   private release(lease: Lease, then: () => void = nothing): void {
-    this.endLease(lease, (own) => this.store.release(own), then);
+    this.throughLock(() => this.store.release(lease), then);
   }
 
-  /** Ends `lease` in the store by `end` (a release, a handover), as `release` says; `then` gets what `end` answered. */
-  private endLease<T>(lease: Lease, end: (lease: Lease) => Eventually<T>, then: (ended?: T) => void): void {
-    this.flights.run(
-      () => end(lease),
-      then,
-      (error) => {
-        const step = this.lockRetry.stepAfter(error, this.now(), this.timing.retryEvery);
-        if (step === undefined) return then();
-        this.timer = this.scheduler.schedule(() => this.flights.whenSettled(() => this.endLease(lease, end, then)), step);
-      },
-    );
+  /**
+   * Makes a store call that ends something (a release, a handover, a standby place given
+   * up) as `release` says: tried again while the lock is taken, for up to `retryEvery`, on
+   * the campaign's timer; `then` gets what it answered, or nothing if it did not get through.
+   */
+  private throughLock<T>(call: () => Eventually<T>, then: (answer?: T) => void): void {
+    this.flights.run(call, then, (error) => {
+      const step = this.lockRetry.stepAfter(error, this.now(), this.timing.retryEvery);
+      if (step === undefined) return then();
+      this.timer = this.scheduler.schedule(() => this.flights.whenSettled(() => this.throughLock(call, then)), step);
+    });
   }
 
   onStoreError(error: unknown, carryOn: () => void): void {

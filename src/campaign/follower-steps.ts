@@ -4,6 +4,7 @@ import { stands } from '../store/lease-check';
 import { AcquireResult, ChangeOrigin, LeaseChange, LeaseRecord, LockTaken, sameTenure } from '../store/lease-store';
 import type { CampaignContext } from './campaign-context';
 import type { Following, Leading } from './campaign-phase';
+import { LockRetry } from './lock-retry';
 
 /**
  * How many followers of a slot stand by: they watch for releases and take the slot within
@@ -27,6 +28,9 @@ const crowdPatience = 10;
  * does depends on the follower's activity (`FollowerActivity`), in `onChange` alone.
  */
 export class FollowerSteps {
+  /** Steps for a standby place whose claim found the lock taken: an episode of its own, as attempts get through meanwhile. */
+  private readonly placeRetry = new LockRetry();
+
   constructor(private readonly campaign: CampaignContext) {}
 
   readonly attempt = (): void => this.tryToAcquire(true);
@@ -237,10 +241,10 @@ export class FollowerSteps {
     if (follower.ended !== undefined && !sameTenure(result.lease, follower.ended)) follower.ended = undefined;
     if (campaign.phase !== follower) return;
     const expiresIn = follower.observation.remaining(result, campaign.now());
-    this.standBy(follower);
+    const claimAgainIn = this.standBy(follower) ?? Infinity;
     this.watchLeader(follower, result.lease, expiresIn);
     if (activity.name === 'acquiring' && activity.changedMeanwhile) return campaign.wake(this.attemptInCrowd, 0);
-    campaign.wake(this.attempt, this.untilNextAttempt(follower, expiresIn));
+    campaign.wake(this.attempt, Math.min(this.untilNextAttempt(follower, expiresIn), claimAgainIn));
   }
 
   private onAcquireError(follower: Following, error: unknown, waitForLock: boolean): void {
@@ -285,9 +289,13 @@ export class FollowerSteps {
    * listens for releases while it has one; with a store that has no places, every follower
    * stands by. Best effort: on an error, things stay as they were until the next attempt,
    * which reports the error if it persists. It runs beside the campaign's one operation in
-   * flight, not as one: nothing waits for it.
+   * flight, not as one: nothing waits for it. A follower that has not learnt of the places
+   * yet and found the lock taken (followers that start together claim at the same moment)
+   * has no place and watches nothing, so waiting for its next poll would leave it blind for
+   * `retryEvery`: it answers the ms until the next attempt should claim again, for up to
+   * `retryEvery` of steps.
    */
-  private standBy(follower: Following): void {
+  private standBy(follower: Following): number | undefined {
     const { campaign } = this;
     const settle = (held: boolean) => {
       if (campaign.phase !== follower) return;
@@ -296,14 +304,17 @@ export class FollowerSteps {
       this.listen(follower, held || this.preferred());
     };
     const places = campaign.powers.standby;
-    if (places === undefined) return settle(true);
+    if (places === undefined) return void settle(true);
     try {
       const held = places.standBy(campaign.slot, campaign.holder, campaign.reading(), campaign.timing.expiresAfter, standbyPlaces);
       if (isPromiseLike(held)) held.then(settle, () => undefined);
       else settle(held);
-    } catch {
+      this.placeRetry.clear();
+    } catch (error) {
       // As it was.
+      if (follower.standby === 'unknown') return this.placeRetry.stepAfter(error, campaign.now(), campaign.timing.retryEvery);
     }
+    return undefined;
   }
 
   /**
