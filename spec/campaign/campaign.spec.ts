@@ -4,6 +4,7 @@ import { Lease, LeadershipEvent } from '../../src';
 import {
   AcquireResult,
   ChangeOrigin,
+  HandoffWord,
   LeaseChange,
   LeaseRecord,
   LeaseStore,
@@ -154,6 +155,39 @@ describe('Campaign', () => {
     campaignOfB({ 20: () => expect(notify).toBeDefined() });
     expect(leave).toHaveBeenCalledWith(0, 'b');
     expect(notify).toBeUndefined();
+  });
+
+  it('acts on word of a handoff from another process at once, and on word told on its own connection once the call that told it is over', () => {
+    const sqlite = sqliteLeaseStore(db);
+    /** What happens when b, leading `slot` in term 1, is asked to hand over to c by word from `origin`. */
+    const askedFrom = (slot: number, origin: ChangeOrigin) => {
+      const order: string[] = [];
+      let hear: ((word: HandoffWord, origin?: ChangeOrigin) => void) | undefined;
+      powers.handoffs = {
+        ask: () => undefined,
+        handOver: (...args) => (order.push('handed over'), sqlite.handOver(...args)),
+        watchHandoffs: (_holder, listener) => ((hear = listener), () => (hear = undefined)),
+      };
+      const scheduler = virtualTime();
+      scheduler.run(() => {
+        const observer = {
+          next: () => undefined,
+          error: (error: unknown) => {
+            throw error;
+          },
+        };
+        const campaign = new Campaign(store, slot, 'b', { renewEvery: 30, expiresAfter: 90, retryEvery: 50 }, observer, scheduler);
+        campaign.start();
+        scheduler.schedule(() => {
+          hear?.({ kind: 'asked', lease: { slot, holder: 'b', term: 1 }, to: 'c' }, origin);
+          order.push('told');
+        }, 10);
+        scheduler.schedule(() => campaign.stop(), 40);
+      });
+      return order;
+    };
+    expect(askedFrom(0, 'anywhere')).toEqual(['handed over', 'told']);
+    expect(askedFrom(1, 'here')).toEqual(['told', 'handed over']);
   });
 
   it('pays no attention to changes while it leads', () => {

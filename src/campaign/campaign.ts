@@ -8,7 +8,7 @@ import { LeadershipError } from '../core/leadership-error';
 import { ElectedEvent, Lease, LeadershipEvent, LostReason, RenewedEvent } from '../core/leadership-event';
 import { readClocks } from '../core/monotonic-scheduler';
 import { Eventually, isPromiseLike } from '../core/eventually';
-import { ClockReading, HandoffWord, LeaseRecord, LeaseStore, StoreCapabilities } from '../store/lease-store';
+import { ChangeOrigin, ClockReading, HandoffWord, LeaseRecord, LeaseStore, StoreCapabilities } from '../store/lease-store';
 import type { CampaignContext, CampaignTiming } from './campaign-context';
 import { following, Following, Leading, Phase, standsBy } from './campaign-phase';
 import { FollowerSteps } from './follower-steps';
@@ -190,17 +190,24 @@ export class Campaign implements CampaignContext {
     );
   }
 
-  /** Word about a handoff: a request to this leader, or the slot handed to this follower. */
-  private readonly onHandoffWord = (word: HandoffWord): void => {
-    // Heard inside whatever operation told it (a request made in this process): acted on after it.
-    this.scheduler.schedule(() => {
-      const { phase } = this;
-      if (word.kind === 'asked' && word.lease.slot === this.slot) this.handOff(word.lease, word.to);
-      else if (word.kind === 'handed' && word.slot === this.slot && word.to === this.holder && phase.name === 'following') {
-        this.follower.onHanded(phase);
-      }
-    });
+  /**
+   * Word about a handoff: a request to this leader, or the slot handed to this follower. Word
+   * from another process (a file watch, a notification) is acted on at once: every ms here is
+   * a ms of the handoff. Word from this connection is heard inside the operation that told it
+   * (a request made in this process, a handover to a candidate of it): acted on after it.
+   */
+  private readonly onHandoffWord = (word: HandoffWord, origin?: ChangeOrigin): void => {
+    if (origin === 'anywhere') return this.actOnHandoffWord(word);
+    this.scheduler.schedule(() => this.actOnHandoffWord(word));
   };
+
+  private actOnHandoffWord(word: HandoffWord): void {
+    const { phase } = this;
+    if (word.kind === 'asked' && word.lease.slot === this.slot) this.handOff(word.lease, word.to);
+    else if (word.kind === 'handed' && word.slot === this.slot && word.to === this.holder && phase.name === 'following') {
+      this.follower.onHanded(phase);
+    }
+  }
 
   /**
    * The acquisition won: the follower's watches end (winning gave its standby place up), and

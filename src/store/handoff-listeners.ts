@@ -1,7 +1,7 @@
 import { addresseeOf } from './handoff-word';
-import type { HandoffWord } from './lease-store';
+import type { ChangeOrigin, HandoffWord } from './lease-store';
 
-type Listener = (word: HandoffWord) => void;
+type Listener = (word: HandoffWord, origin: ChangeOrigin) => void;
 
 /**
  * The listeners of a store's `watchHandoffs`, each for one holder: a word reaches those of
@@ -16,7 +16,7 @@ export class HandoffListeners {
   /** Adds `listener` for `holder`'s words, and returns the way to remove it. */
   add(holder: string, listener: Listener): () => void {
     // A function added twice is two listeners: wrapping keeps them apart.
-    const own: Listener = (word) => listener(word);
+    const own: Listener = (word, origin) => listener(word, origin);
     this.listeners.set(own, holder);
     return () => {
       if (this.listeners.delete(own) && this.listeners.size === 0) this.onEmpty();
@@ -27,9 +27,9 @@ export class HandoffListeners {
     return this.listeners.size > 0;
   }
 
-  /** Tells `word` to the listeners of its addressee. */
-  deliver(word: HandoffWord): void {
+  /** Tells `word`, which came from `origin`, to the listeners of its addressee. */
+  deliver(word: HandoffWord, origin: ChangeOrigin): void {
     const addressee = addresseeOf(word);
-    for (const [listener, holder] of [...this.listeners]) if (holder === addressee) listener(word);
+    for (const [listener, holder] of [...this.listeners]) if (holder === addressee) listener(word, origin);
   }
 }

@@ -316,9 +316,13 @@ export interface Handoffs {
   handOver(lease: Lease, to: string, now: ClockReading, window: number): Eventually<number | undefined>;
   /**
    * Calls `listener` with every word addressed to `holder`, of any slot: requests to it as
-   * the leader (`asked`), and the slot handed to it (`handed`). Returns the way to stop.
+   * the leader (`asked`), and the slot handed to it (`handed`), with where it came from:
+   * `here` for a word told on this connection, heard inside the call that told it (a
+   * campaign acts on it once that call is over), `anywhere` for one heard from another
+   * process (acted on at once). Without an origin, a word counts as `here`. Returns the
+   * way to stop.
    */
-  watchHandoffs(holder: string, listener: (word: HandoffWord) => void): () => void;
+  watchHandoffs(holder: string, listener: (word: HandoffWord, origin?: ChangeOrigin) => void): () => void;
 }
 
 /** The `changes` capability: word that a slot may have changed hands. */

@@ -276,7 +276,8 @@ describe('SqliteLeaseStore', () => {
       const hearer = sqliteLeaseStore(file.open());
       const heard: unknown[] = [];
       const long = 'h'.repeat(256);
-      const stop = hearer.watchHandoffs(long, (word) => heard.push(word));
+      const origins = new Set<string>();
+      const stop = hearer.watchHandoffs(long, (word, origin) => (heard.push(word), origins.add(origin)));
       try {
         asker.ask(lease(long, 7), long);
         await eventually('the request', () => heard.length >= 1);
@@ -284,6 +285,7 @@ describe('SqliteLeaseStore', () => {
         await eventually('the second request', () => heard.some((word) => (word as { lease: { term: number } }).lease.term === 8));
         expect(heard[0]).toEqual({ kind: 'asked', lease: lease(long, 7), to: long });
         expect(heard.at(-1)).toEqual({ kind: 'asked', lease: lease(long, 8) });
+        expect([...origins]).toEqual(['anywhere']);
         // One length for every word, and no truncation: a process delayed between a write and a
         // truncation would otherwise cut or extend a word written meanwhile.
         expect(readFileSync(`${file.file}-leadership-handoff-${mailboxOf(long)}`, 'utf8')).toHaveLength(4096);
@@ -291,6 +293,17 @@ describe('SqliteLeaseStore', () => {
         stop();
       }
     });
+  });
+
+  it('tells words about handoffs on the same connection at once, inside the call, as from here', () => {
+    const heard: Array<[string, string | undefined]> = [];
+    const stop = store.watchHandoffs('b', (word, origin) => heard.push([word.kind, origin]));
+    try {
+      store.ask(lease('b', 7), 'c');
+      expect(heard).toEqual([['asked', 'here']]);
+    } finally {
+      stop();
+    }
   });
 
   describe('terms', () => {

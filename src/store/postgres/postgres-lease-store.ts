@@ -325,7 +325,7 @@ export class PostgresLeaseStore
   }
 
   /** Every word addressed to `holder`, for as long as the session listens (see `StoreSession`). Every process hears every word: a notification reaches all. */
-  watchHandoffs(holder: string, listener: (word: HandoffWord) => void): () => void {
+  watchHandoffs(holder: string, listener: (word: HandoffWord, origin: ChangeOrigin) => void): () => void {
     // The session is opened by the next operation (a candidate's first comes at once), after
     // the schema's: then both take the same connection of the pool, one after the other.
     return this.handoffListeners.add(holder, listener);
@@ -519,7 +519,7 @@ export class PostgresLeaseStore
     else if (payload === this.payloads.renewed) this.listeners.notify('anywhere', 'renewal');
     else if (payload.startsWith(this.payloads.handoff)) {
       const word = handoffWordOf(payload.slice(this.payloads.handoff.length));
-      if (word !== undefined) this.handoffListeners.deliver(word);
+      if (word !== undefined) this.handoffListeners.deliver(word, 'anywhere');
     } else if (payload.startsWith(this.payloads.priority)) this.heardPriority(payload.slice(this.payloads.priority.length));
   }
 

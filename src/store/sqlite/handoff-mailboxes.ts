@@ -1,7 +1,7 @@
 import type { FSWatcher } from 'node:fs';
 import { addresseeOf, handoffWordOf } from '../handoff-word';
 import { HandoffListeners } from '../handoff-listeners';
-import type { HandoffWord } from '../lease-store';
+import type { ChangeOrigin, HandoffWord } from '../lease-store';
 import { SignalFile } from './signal-file';
 
 /**
@@ -13,7 +13,7 @@ import { SignalFile } from './signal-file';
  */
 const mailboxCount = 16;
 
-type Listener = (word: HandoffWord) => void;
+type Listener = (word: HandoffWord, origin: ChangeOrigin) => void;
 
 interface Mailbox {
   readonly file: SignalFile | undefined;
@@ -48,7 +48,7 @@ export class HandoffMailboxes {
   /** Sends `word` to its addressee, in this connection and through its mailbox's file. */
   tell(word: HandoffWord): void {
     const box = this.box(mailboxOf(addresseeOf(word)));
-    box.listeners.deliver(word);
+    box.listeners.deliver(word, 'here');
     box.file?.signal(JSON.stringify(word));
   }
 
@@ -89,7 +89,7 @@ export class HandoffMailboxes {
     box.watcher = file.watch(
       () => {
         const word = handoffWordOf(file.read() ?? '');
-        if (word !== undefined) box.listeners.deliver(word);
+        if (word !== undefined) box.listeners.deliver(word, 'anywhere');
       },
       () => (box.watcher = undefined),
     );

@@ -307,7 +307,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
   }
 
   /** Every word addressed to `holder`, from this connection and, through its mailbox's file, from every other. */
-  watchHandoffs(holder: string, listener: (word: HandoffWord) => void): () => void {
+  watchHandoffs(holder: string, listener: (word: HandoffWord, origin: ChangeOrigin) => void): () => void {
     return this.mailboxes.watch(holder, listener);
   }
 
