@@ -297,7 +297,19 @@ export async function namedHandoffs(
       // A handoff the named one did not take is counted below, not thrown: the run goes on.
       await handOff(db, { to: successor.holder }).catch(() => undefined);
       const elected = await cluster.elected(mark, leader);
-      if (elected.holder !== successor.holder) othersElected++;
+      if (elected.holder !== successor.holder) {
+        // Never expected while the named one lives: what each of the three last said, to find why.
+        othersElected++;
+        const winner = cluster.alive().find((w) => w.holder === elected.holder);
+        const last = (role: string, w: WorkerProcess | undefined) =>
+          `${role} ${w?.holder}:\n  ${(w?.records ?? [elected])
+            .slice(-6)
+            .map((r) => JSON.stringify(r))
+            .join('\n  ')}`;
+        console.error(
+          `another candidate won a handoff asked at ${mark}\n${[last('leader', leader), last('named', successor), last('winner', winner)].join('\n')}`,
+        );
+      }
       latencies.push(elected.at - mark);
       await sleep(20);
     }
