@@ -30,13 +30,14 @@ const describe = (event) => {
   }
 };
 
+let leading = false;
 // Set before subscribing: the election is printed during subscribe, and a Ctrl-C right after
 // it must already find the handler that releases.
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.once(signal, () => {
     subscription.unsubscribe(); // stops the timers and releases the lease if it leads
     db.close();
-    console.log(`${time(Date.now())}  stopped, lease released`);
+    console.log(`${time(Date.now())}  stopped${leading ? ', lease released' : ''}`);
   });
 }
 
@@ -44,7 +45,6 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 // handoff names. Unique among the candidates of the file: one per process of this host.
 const holder = `print-events-${process.pid}`;
 console.log(`${time(Date.now())}  campaigning on ${file} as ${holder}; Ctrl-C to stop`);
-let leading = false;
 const subscription = observeLeadership(db, { holder, renewEvery: 1_000, expiresAfter: 3_000 }).subscribe({
   next: (event) => {
     if (event.type !== 'error') leading = event.type !== 'lost';
