@@ -288,6 +288,43 @@ describe('Campaign', () => {
       expect(db.prepare('SELECT count(*) AS n FROM worker_leadership_standby').get()).toEqual({ n: 0 });
     });
 
+    it('ends the tenure for the proof once a handover that kept failing is given up, not before', () => {
+      const ended: Array<[number, Lease]> = [];
+      let scheduler = virtualTime();
+      (powers.tenureProof as TenureProof).endTenure = (lease) => void ended.push([scheduler.now(), lease]);
+      let hear: ((word: HandoffWord, origin?: ChangeOrigin) => void) | undefined;
+      const tries: number[] = [];
+      powers.handoffs = {
+        ask: () => undefined,
+        handOver: () => {
+          tries.push(scheduler.now());
+          throw new LockTaken('database is locked');
+        },
+        watchHandoffs: (_holder, listener) => ((hear = listener), () => (hear = undefined)),
+      };
+      jest.spyOn(Math, 'random').mockReturnValue(0.5);
+      scheduler = virtualTime();
+      scheduler.run(() => {
+        const observer = {
+          next: () => undefined,
+          error: (error: unknown) => {
+            throw error;
+          },
+        };
+        const campaign = new Campaign(store, 0, 'b', { renewEvery: 30, expiresAfter: 300, retryEvery: 50 }, observer, scheduler);
+        campaign.start();
+        scheduler.schedule(() => hear?.({ kind: 'asked', lease: { slot: 0, holder: 'b', term: 1 }, to: 'c' }, 'anywhere'), 10);
+        scheduler.schedule(() => campaign.stop(), 200);
+      });
+      // Tried on short steps for retryEvery (the lock), then given up: only then may a standby prove the end.
+      expect(tries.length).toBeGreaterThan(2);
+      expect(ended.length).toBeGreaterThan(0);
+      const [at, lease] = ended[0];
+      expect(lease).toEqual({ slot: 0, holder: 'b', term: 1 });
+      expect(at).toBeGreaterThanOrEqual(tries.at(-1) as number);
+      expect(at).toBeGreaterThanOrEqual(60);
+    });
+
     it('does not watch without a standby place', () => {
       ['p', 'q', 'r'].forEach((holder) => sqliteLeaseStore(db).standBy(0, holder, at(0), 1_000, 3));
       campaignOfB({});

@@ -184,6 +184,9 @@ export class Campaign implements CampaignContext {
           // The old tenure's proof of end waits for the window (see `Handoffs.handOver`): no
           // standby rushes for the write lock that the successor needs.
           this.scheduler.schedule(() => this.powers.tenureProof?.endTenure(lease), this.timing.retryEvery);
+        } else {
+          // Released, or given up: the tenure is over, and followers may prove it at once.
+          this.powers.tenureProof?.endTenure(lease);
         }
         this.follower.sitOut(sittingOut);
       },

@@ -311,7 +311,9 @@ export interface Handoffs {
    * once, as its own row, and nobody else before it ends), then tells `to`. Only from the
    * leader, once it no longer believes it leads. Returns the window's term, or `undefined`
    * when the slot no longer holds `lease`. A store with `tenureProof` may leave the proof
-   * of the tenure's end to the leader's `endTenure`, which comes once the window is over.
+   * of the tenure's end to the leader's `endTenure`, which comes once the window is over, or
+   * once the leader gives up a handover that kept failing; a failed handover must not prove
+   * the end by itself, since the slot is still `lease`'s and is tried again.
    */
   handOver(lease: Lease, to: string, now: ClockReading, window: number): Eventually<number | undefined>;
   /**

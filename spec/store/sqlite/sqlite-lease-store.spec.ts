@@ -5,8 +5,9 @@ import { eventually } from '../../../test-kit/eventually';
 import { originalStatements } from '../../../test-kit/original-statements';
 import { LockTaken } from '../../../src/store/lease-store';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import { mailboxOf } from '../../../src/store/sqlite/handoff-mailboxes';
+import { endpointPath } from '../../../src/store/sqlite/endpoint-path';
 import { performance } from 'node:perf_hooks';
 import { TemporaryDatabase, temporaryDatabase } from '../../support/temporary-database';
 import { at } from '../../support/clock-reading';
@@ -270,6 +271,27 @@ describe('SqliteLeaseStore', () => {
     let file: TemporaryDatabase;
     beforeEach(() => (file = temporaryDatabase()));
     afterEach(() => file.remove());
+
+    it('keep the tenure provable only by its leader when a handover meets the lock at its commit: the endpoint stays open, and the next try hands over', () => {
+      const rollback = temporaryDatabase('delete');
+      try {
+        const leader = sqliteLeaseStore(rollback.open());
+        const held = { slot: 0, holder: 'a', term: leader.acquire(0, 'a', at(Date.now()), 60_000).lease.term };
+        const endpoint = endpointPath(rollback.file, held) as string;
+        const reader = rollback.open({ timeout: 0 });
+        reader.exec('BEGIN');
+        reader.prepare('SELECT * FROM worker_leadership').all(); // a reader's lock: no commit in a rollback journal
+        expect(() => leader.handOver(held, 'b', at(Date.now()), 1_000)).toThrow(LockTaken);
+        // A standby would take a closed endpoint for proof of the end, and the slot from under the handover.
+        expect(lstatSync(endpoint).isSocket()).toBe(true);
+        reader.exec('COMMIT');
+        expect(leader.handOver(held, 'b', at(Date.now()), 1_000)).toBeGreaterThan(held.term);
+        leader.endTenure(held);
+        expect(existsSync(endpoint)).toBe(false);
+      } finally {
+        rollback.remove();
+      }
+    });
 
     it('reach another connection through the file, whole, a short word after a long one too', async () => {
       const asker = sqliteLeaseStore(file.open());

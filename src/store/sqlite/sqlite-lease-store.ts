@@ -277,16 +277,15 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
    * window), and tells `to`. The endpoint of `lease` stays open until the caller ends it
    * (`endTenure`), once `to` had its window: closing it now would send every standby to the
    * write lock at the moment `to` needs it. Open longer than the belief, it only delays a
-   * proof. If nothing was handed over, it closes at once, as after a release.
+   * proof. If the slot no longer holds `lease`, it closes at once, as after a release. A
+   * handover that failed (the lock taken at its commit, say) leaves it open too: the slot is
+   * still `lease`'s, and a proof of its end now would let a standby take it from under the
+   * handover's next try; the caller ends it if it gives up.
    */
   handOver(lease: Lease, to: string, now: ClockReading, window: number): number | undefined {
-    let term: number | undefined;
-    try {
-      term = this.guard((statements) => statements.handOver.immediate(lease, to, now, window));
-    } finally {
-      if (term === undefined) this.endpoints?.closeFor(lease);
-    }
-    if (term !== undefined) this.mailboxes.tell({ kind: 'handed', slot: lease.slot, to, term });
+    const term = this.guard((statements) => statements.handOver.immediate(lease, to, now, window));
+    if (term === undefined) this.endpoints?.closeFor(lease);
+    else this.mailboxes.tell({ kind: 'handed', slot: lease.slot, to, term });
     return term;
   }
 
