@@ -325,6 +325,33 @@ describe('Campaign', () => {
       expect(at).toBeGreaterThanOrEqual(60);
     });
 
+    it('releases the tenure it was handing over when stopped while the handover was still being tried', () => {
+      let hear: ((word: HandoffWord, origin?: ChangeOrigin) => void) | undefined;
+      powers.handoffs = {
+        ask: () => undefined,
+        handOver: () => {
+          throw new LockTaken('database is locked');
+        },
+        watchHandoffs: (_holder, listener) => ((hear = listener), () => (hear = undefined)),
+      };
+      const release = jest.spyOn(store, 'release');
+      const scheduler = virtualTime();
+      scheduler.run(() => {
+        const observer = {
+          next: () => undefined,
+          error: (error: unknown) => {
+            throw error;
+          },
+        };
+        const campaign = new Campaign(store, 0, 'b', { renewEvery: 30, expiresAfter: 300, retryEvery: 50 }, observer, scheduler);
+        campaign.start();
+        scheduler.schedule(() => hear?.({ kind: 'asked', lease: { slot: 0, holder: 'b', term: 1 }, to: 'c' }, 'anywhere'), 10);
+        scheduler.schedule(() => campaign.stop(), 20);
+      });
+      expect(release).toHaveBeenCalledWith({ slot: 0, holder: 'b', term: 1 });
+      expect(sqliteLeaseStore(db).look(0, at(30))).toBeUndefined();
+    });
+
     it('does not watch without a standby place', () => {
       ['p', 'q', 'r'].forEach((holder) => sqliteLeaseStore(db).standBy(0, holder, at(0), 1_000, 3));
       campaignOfB({});

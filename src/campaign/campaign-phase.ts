@@ -62,6 +62,8 @@ export interface Following {
   deferred: boolean;
   /** The highest priority another candidate declared, as last read, and when (see `FollowerSteps.putOff`). */
   declared: { readonly priority: number; readonly at: number } | undefined;
+  /** The tenure it gave up, while its release or handover is still being tried (see `Campaign.stepAside`). */
+  ending: Lease | undefined;
 }
 
 /**
@@ -99,6 +101,7 @@ export function following(activity: FollowerActivity = { name: 'waiting' }): Fol
     observation: new LeaseObservation(),
     deferred: false,
     declared: undefined,
+    ending: undefined,
   };
 }
 

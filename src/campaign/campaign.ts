@@ -175,9 +175,11 @@ export class Campaign implements CampaignContext {
     this.phase = sittingOut;
     this.lockRetry.clear();
     this.emit({ type: 'lost', ...lease, reason });
+    sittingOut.ending = lease;
     this.throughLock(
       () => end(lease),
       (ended) => {
+        sittingOut.ending = undefined;
         if (typeof ended === 'number') {
           // A window written for a successor (its term) is nobody's tenure: only a greater term ends the sit-out.
           if (sittingOut.activity.name === 'sitting-out') sittingOut.activity.after = ended;
@@ -265,6 +267,8 @@ export class Campaign implements CampaignContext {
     if (left.name === 'leading') return this.release(this.lease(left.term));
     const standing = standsBy(left);
     this.follower.endFollowing(left);
+    // Stopped while a handover or release was still being tried: the tenure is released now.
+    if (left.ending !== undefined) this.release(left.ending);
     const places = this.powers.standby;
     // A place left held would keep a follower from standing by (and from watching the next
     // leader) until it expires: tried again while the lock is taken, as a release is.
