@@ -60,6 +60,13 @@ export interface Following {
    * as it comes.
    */
   deferred: boolean;
+  /**
+   * Whether the slot may have been freed since this follower last found it held: nothing
+   * found yet, or a change other than a renewal heard since (see `FollowerSteps.putOff`).
+   */
+  mayBeFree: boolean;
+  /** Until when, on the campaign's clock, the lease it last found stands by its count. */
+  heldUntil: number;
   /** The highest priority another candidate declared, as last read, and when (see `FollowerSteps.putOff`). */
   declared: { readonly priority: number; readonly at: number } | undefined;
   /** The tenure it gave up, while its release or handover is still being tried (see `Campaign.stepAside`). */
@@ -100,6 +107,8 @@ export function following(activity: FollowerActivity = { name: 'waiting' }): Fol
     ended: undefined,
     observation: new LeaseObservation(),
     deferred: false,
+    mayBeFree: true,
+    heldUntil: -Infinity,
     declared: undefined,
     ending: undefined,
   };

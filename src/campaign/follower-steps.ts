@@ -52,10 +52,15 @@ export class FollowerSteps {
   onChange(follower: Following, origin: ChangeOrigin | 'proof', change?: LeaseChange): void {
     const { activity } = follower;
     if (this.campaign.phase !== follower || activity.name === 'sitting-out') return;
+    if (change !== 'renewal') follower.mayBeFree = true;
     // The answer on its way may predate the change: another attempt follows it.
     if (activity.name === 'acquiring') return void (activity.changedMeanwhile = true);
-    // An attempt put off for a candidate of a higher priority comes at its time, proof or not.
-    if (follower.deferred && activity.name === 'due') return;
+    // An attempt put off for a candidate of a higher priority comes at its time, proof or not;
+    // a release heard meanwhile gives that candidate its `retryEvery` from now.
+    if (follower.deferred && activity.name === 'due') {
+      if (change !== 'renewal') this.campaign.wake(this.attempt, this.campaign.timing.retryEvery);
+      return;
+    }
     // Every standby has a proof at the same moment, as with a release: in a crowd, at once.
     if (origin === 'proof') return this.attemptInCrowd();
     if (activity.name === 'due') return;
@@ -78,6 +83,7 @@ export class FollowerSteps {
     // Named, it goes first whatever the priorities.
     follower.activity = { name: 'due' };
     follower.deferred = true;
+    follower.mayBeFree = true;
     this.campaign.clearTimer();
     this.campaign.flights.whenSettled(this.attempt);
   }
@@ -155,17 +161,22 @@ export class FollowerSteps {
   }
 
   /**
-   * Puts the attempt off by `retryEvery`, once, when a standing candidate of a higher
-   * priority declared itself: if the slot is free, that one takes it meanwhile (it listens,
-   * and tries at once), and this attempt then finds it taken; if that one is gone, this
-   * attempt comes only that much later. Whether the slot is free does not matter: an attempt
-   * on a live lease changes nothing either way.
+   * Puts the attempt off by `retryEvery` when a standing candidate of a higher priority
+   * declared itself: if the slot is free, that one takes it meanwhile (it listens, and tries
+   * at once), and this attempt then finds it taken; if that one is gone, this attempt comes
+   * only that much later. Once put off, the attempt is made if the slot may be free by then:
+   * a release or a proof heard, or, for a follower that does not hear them, the lease last
+   * found run out by its count. A slot last found held, with nothing heard since, was not
+   * freed for it: trying would only race a release on its way (made at the leader's renewal,
+   * as a preempting leader's is) with the candidate it defers to, so it is put off again
+   * while that one's declaration stands.
    */
   private putOff(follower: Following, waitForLock: boolean): boolean {
     const { campaign } = this;
     if (follower.deferred) {
       follower.deferred = false;
-      return false;
+      const hears = follower.stopListening !== undefined && campaign.powers.changes?.isWatching() === true;
+      if (follower.mayBeFree || (!hears && campaign.now() > follower.heldUntil)) return false;
     }
     if (this.highestDeclared(follower, waitForLock) <= (campaign.timing.priority ?? 0)) return false;
     follower.deferred = true;
@@ -241,6 +252,9 @@ export class FollowerSteps {
     if (follower.ended !== undefined && !sameTenure(result.lease, follower.ended)) follower.ended = undefined;
     if (campaign.phase !== follower) return;
     const expiresIn = follower.observation.remaining(result, campaign.now());
+    // Found held: freed since only if a change came while the answer was on its way.
+    follower.mayBeFree = activity.name === 'acquiring' && activity.changedMeanwhile;
+    follower.heldUntil = campaign.now() + expiresIn;
     const claimAgainIn = this.standBy(follower) ?? Infinity;
     this.watchLeader(follower, result.lease, expiresIn);
     if (activity.name === 'acquiring' && activity.changedMeanwhile) return campaign.wake(this.attemptInCrowd, 0);
@@ -351,6 +365,8 @@ export class FollowerSteps {
     const changes = this.campaign.powers.changes;
     if (on && follower.stopListening === undefined && changes !== undefined) {
       follower.stopListening = changes.watch((origin, change) => this.onChange(follower, origin, change), { renewals: true });
+      // A release between the read that found the slot held and now went unheard.
+      follower.mayBeFree = true;
     } else if (!on && follower.stopListening !== undefined) {
       follower.stopListening();
       follower.stopListening = undefined;
