@@ -4,6 +4,7 @@ import { Lease, LeadershipEvent } from '../../src';
 import {
   AcquireResult,
   ChangeOrigin,
+  Handoffs,
   HandoffWord,
   LeaseChange,
   LeaseRecord,
@@ -88,6 +89,44 @@ describe('Campaign', () => {
   }
   const releaseX = () => sqliteLeaseStore(db).release({ slot: 0, holder: 'x', term: 1 });
 
+  /**
+   * b leads `slot` (from 0) on a store whose handovers go through `handOver`; at 10 it is
+   * asked by word from `origin` to hand over to c (`told` runs right after the word); it
+   * stops at `stopAt`.
+   */
+  function askedToHandOver(
+    scheduler: ReturnType<typeof virtualTime>,
+    handOver: Handoffs['handOver'],
+    {
+      slot = 0,
+      origin = 'anywhere',
+      stopAt = 40,
+      told = () => undefined,
+    }: { slot?: number; origin?: ChangeOrigin; stopAt?: number; told?: () => void } = {},
+  ): void {
+    let hear: ((word: HandoffWord, origin?: ChangeOrigin) => void) | undefined;
+    powers.handoffs = {
+      ask: () => undefined,
+      handOver,
+      watchHandoffs: (_holder, listener) => ((hear = listener), () => (hear = undefined)),
+    };
+    scheduler.run(() => {
+      const observer = {
+        next: () => undefined,
+        error: (error: unknown) => {
+          throw error;
+        },
+      };
+      const campaign = new Campaign(store, slot, 'b', { renewEvery: 30, expiresAfter: 300, retryEvery: 50 }, observer, scheduler);
+      campaign.start();
+      scheduler.schedule(() => {
+        hear?.({ kind: 'asked', lease: { slot, holder: 'b', term: 1 }, to: 'c' }, origin);
+        told();
+      }, 10);
+      scheduler.schedule(() => campaign.stop(), stopAt);
+    });
+  }
+
   it('tries at once after a change in this process, long before its timer (due at 50)', () => {
     expect(campaignOfB({ 10: () => (releaseX(), notify?.('here', 'release')) })).toEqual([[10, 'elected']]);
   });
@@ -162,28 +201,8 @@ describe('Campaign', () => {
     /** What happens when b, leading `slot` in term 1, is asked to hand over to c by word from `origin`. */
     const askedFrom = (slot: number, origin: ChangeOrigin) => {
       const order: string[] = [];
-      let hear: ((word: HandoffWord, origin?: ChangeOrigin) => void) | undefined;
-      powers.handoffs = {
-        ask: () => undefined,
-        handOver: (...args) => (order.push('handed over'), sqlite.handOver(...args)),
-        watchHandoffs: (_holder, listener) => ((hear = listener), () => (hear = undefined)),
-      };
-      const scheduler = virtualTime();
-      scheduler.run(() => {
-        const observer = {
-          next: () => undefined,
-          error: (error: unknown) => {
-            throw error;
-          },
-        };
-        const campaign = new Campaign(store, slot, 'b', { renewEvery: 30, expiresAfter: 90, retryEvery: 50 }, observer, scheduler);
-        campaign.start();
-        scheduler.schedule(() => {
-          hear?.({ kind: 'asked', lease: { slot, holder: 'b', term: 1 }, to: 'c' }, origin);
-          order.push('told');
-        }, 10);
-        scheduler.schedule(() => campaign.stop(), 40);
-      });
+      const handOver: Handoffs['handOver'] = (...args) => (order.push('handed over'), sqlite.handOver(...args));
+      askedToHandOver(virtualTime(), handOver, { slot, origin, told: () => order.push('told') });
       return order;
     };
     expect(askedFrom(0, 'anywhere')).toEqual(['handed over', 'told']);
@@ -305,33 +324,19 @@ describe('Campaign', () => {
     });
 
     it('ends the tenure for the proof once a handover that kept failing is given up, not before', () => {
+      const scheduler = virtualTime();
       const ended: Array<[number, Lease]> = [];
-      let scheduler = virtualTime();
       (powers.tenureProof as TenureProof).endTenure = (lease) => void ended.push([scheduler.now(), lease]);
-      let hear: ((word: HandoffWord, origin?: ChangeOrigin) => void) | undefined;
       const tries: number[] = [];
-      powers.handoffs = {
-        ask: () => undefined,
-        handOver: () => {
+      jest.spyOn(Math, 'random').mockReturnValue(0.5);
+      askedToHandOver(
+        scheduler,
+        () => {
           tries.push(scheduler.now());
           throw new LockTaken('database is locked');
         },
-        watchHandoffs: (_holder, listener) => ((hear = listener), () => (hear = undefined)),
-      };
-      jest.spyOn(Math, 'random').mockReturnValue(0.5);
-      scheduler = virtualTime();
-      scheduler.run(() => {
-        const observer = {
-          next: () => undefined,
-          error: (error: unknown) => {
-            throw error;
-          },
-        };
-        const campaign = new Campaign(store, 0, 'b', { renewEvery: 30, expiresAfter: 300, retryEvery: 50 }, observer, scheduler);
-        campaign.start();
-        scheduler.schedule(() => hear?.({ kind: 'asked', lease: { slot: 0, holder: 'b', term: 1 }, to: 'c' }, 'anywhere'), 10);
-        scheduler.schedule(() => campaign.stop(), 200);
-      });
+        { stopAt: 200 },
+      );
       // Tried on short steps for retryEvery (the lock), then given up: only then may a standby prove the end.
       expect(tries.length).toBeGreaterThan(2);
       expect(ended.length).toBeGreaterThan(0);
@@ -342,28 +347,14 @@ describe('Campaign', () => {
     });
 
     it('releases the tenure it was handing over when stopped while the handover was still being tried', () => {
-      let hear: ((word: HandoffWord, origin?: ChangeOrigin) => void) | undefined;
-      powers.handoffs = {
-        ask: () => undefined,
-        handOver: () => {
+      const release = jest.spyOn(store, 'release');
+      askedToHandOver(
+        virtualTime(),
+        () => {
           throw new LockTaken('database is locked');
         },
-        watchHandoffs: (_holder, listener) => ((hear = listener), () => (hear = undefined)),
-      };
-      const release = jest.spyOn(store, 'release');
-      const scheduler = virtualTime();
-      scheduler.run(() => {
-        const observer = {
-          next: () => undefined,
-          error: (error: unknown) => {
-            throw error;
-          },
-        };
-        const campaign = new Campaign(store, 0, 'b', { renewEvery: 30, expiresAfter: 300, retryEvery: 50 }, observer, scheduler);
-        campaign.start();
-        scheduler.schedule(() => hear?.({ kind: 'asked', lease: { slot: 0, holder: 'b', term: 1 }, to: 'c' }, 'anywhere'), 10);
-        scheduler.schedule(() => campaign.stop(), 20);
-      });
+        { stopAt: 20 },
+      );
       expect(release).toHaveBeenCalledWith({ slot: 0, holder: 'b', term: 1 });
       expect(sqliteLeaseStore(db).look(0, at(30))).toBeUndefined();
     });
