@@ -52,13 +52,15 @@ export class FollowerSteps {
   onChange(follower: Following, origin: ChangeOrigin | 'proof', change?: LeaseChange): void {
     const { activity } = follower;
     if (this.campaign.phase !== follower || activity.name === 'sitting-out') return;
-    if (change !== 'renewal') follower.mayBeFree = true;
+    // Anything but a renewal may have freed the slot.
+    const freeing = change !== 'renewal';
+    if (freeing) follower.mayBeFree = true;
     // The answer on its way may predate the change: another attempt follows it.
     if (activity.name === 'acquiring') return void (activity.changedMeanwhile = true);
     // An attempt put off for a candidate of a higher priority comes at its time, proof or not;
     // a release heard meanwhile gives that candidate its `retryEvery` from now.
     if (follower.deferred && activity.name === 'due') {
-      if (change !== 'renewal') this.campaign.wake(this.attempt, this.campaign.timing.retryEvery);
+      if (freeing) this.campaign.wake(this.attempt, this.campaign.timing.retryEvery);
       return;
     }
     // Every standby has a proof at the same moment, as with a release: in a crowd, at once.
