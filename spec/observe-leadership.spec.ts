@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
-import { interval, map, take } from 'rxjs';
-import { LeadershipEvent, observeLeadership, sqliteLeaseStore, whileLeader } from '../src';
+import { concatMap, interval, map, take, timer } from 'rxjs';
+import { LeadershipEvent, observeLeadership, sqliteLeaseStore, StartJob, whileLeader } from '../src';
 import { originalStatements, originalTable } from '../test-kit/original-statements';
 import { pausableClock, virtualTime } from './support/virtual-time';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
@@ -358,6 +358,29 @@ describe('observeLeadership', () => {
       );
       expectObservable(ticks, '^ 26ms !').toBe('5ms a 4ms a 9ms b 4ms b', { a: 1, b: 2 });
     });
+  });
+
+  it('drains through whileLeader: the job in flight finishes, no new one starts, then the lease is released and the next candidate takes it', () => {
+    const scheduler = virtualTime();
+    const started: number[] = [];
+    scheduler.run(({ hot, expectObservable }) => {
+      // Jobs of 7 ms, one every 5 ms at most (concatMap buffers the ticks); asked to drain at 9.
+      const job = (start: StartJob, term: number) =>
+        start(() => {
+          started.push(scheduler.now());
+          return timer(7, scheduler).pipe(map(() => term));
+        });
+      const a = observeLeadership(db, { ...timing, holder: 'a', scheduler }).pipe(
+        whileLeader((lease, start) => interval(5, scheduler).pipe(concatMap(() => job(start, lease.term))), {
+          drainOn: hot('9ms s'),
+          scheduler,
+        }),
+      );
+      const b = observeLeadership(db, { ...timing, holder: 'b', scheduler });
+      expectObservable(a).toBe('12ms (a|)', { a: 1 });
+      expectObservable(b, '^ 15ms !').toBe('12ms c', { c: elected('b', 2, 42) });
+    });
+    expect(started).toEqual([5]);
   });
 
   it('refuses a second live subscription with the same holder, and accepts it once the first has ended', () => {

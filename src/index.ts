@@ -2,6 +2,8 @@ export { observeLeadership } from './surface/observe-leadership';
 export { observeLeader } from './surface/observe-leader';
 export { fenced } from './surface/fenced';
 export { whileLeader } from './surface/operators/while-leader';
+export type { WhileLeaderConfig } from './surface/operators/while-leader';
+export type { JobWork, StartJob } from './surface/operators/tenure-jobs';
 export { isLeader } from './surface/operators/is-leader';
 export { holdsLease } from './surface/holds-lease';
 export { handOff } from './surface/hand-off';
