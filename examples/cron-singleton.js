@@ -6,8 +6,8 @@
 //   node examples/cron-singleton.js /tmp/cron.db [every-ms]
 // @ts-check: typed through JSDoc, checked by `tsc --checkJs` (spec/package.spec.ts)
 'use strict';
-const { openSqlite } = require('./support/open-sqlite');
-const { map, tap, timer } = require('rxjs');
+const { openSqlite } = require('observe-leadership/examples/support/open-sqlite');
+const { concatMap, fromEvent, map, merge, tap, timer } = require('rxjs');
 const { observeLeadership, whileLeader, fenced, LeadershipError } = require('observe-leadership');
 
 const file = process.argv[2] ?? 'cron.db';
@@ -42,25 +42,24 @@ function runOnce(lease, period) {
   }
 }
 
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.once(signal, () => {
-    subscription.unsubscribe(); // releases the lease
-    db.close();
-    log('stopped, lease released');
-  });
-}
-
 log(`worker ${process.pid} on ${file}, a task every ${every} ms`);
-const subscription = observeLeadership(db, { renewEvery: 1_000, expiresAfter: 3_000 })
+observeLeadership(db, { renewEvery: 1_000, expiresAfter: 3_000 })
   .pipe(
     // Every event but `error` has a term: the `type` tells TypeScript which one this is.
     tap(
       (event) =>
         event.type !== 'renewed' && log(event.type === 'error' ? `error, ${event.error.code}` : `${event.type}, term ${event.term}`),
     ),
-    whileLeader((lease) => periods().pipe(tap((period) => runOnce(lease, period)))),
+    // Each period's run is a job: started only while this tenure holds, waited for on Ctrl-C.
+    whileLeader((lease, job) => periods().pipe(concatMap((period) => job(() => runOnce(lease, period)))), {
+      drainOn: merge(fromEvent(process, 'SIGINT'), fromEvent(process, 'SIGTERM')),
+    }),
   )
   .subscribe({
+    complete: () => {
+      db.close();
+      log('stopped, lease released');
+    },
     error: (error) => {
       console.error(`stopped: ${error.code}: ${error.message}`);
       process.exitCode = 1;

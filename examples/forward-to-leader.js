@@ -8,7 +8,7 @@
 // @ts-check: typed through JSDoc, checked by `tsc --checkJs` (spec/package.spec.ts)
 'use strict';
 const { createServer } = require('node:http');
-const { openSqlite } = require('./support/open-sqlite');
+const { openSqlite } = require('observe-leadership/examples/support/open-sqlite');
 const { fromEvent, merge, take, takeUntil } = require('rxjs');
 const { observeLeader, observeLeadership } = require('observe-leadership');
 

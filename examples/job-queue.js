@@ -1,13 +1,14 @@
 // A job-queue worker: every process runs this, only the leader dispatches. Jobs are taken
-// while leading (`whileLeader` stops taking them the moment leadership ends) and marked
-// done with `fenced`, so that a leader deposed mid-job (a pause, a lost lease) cannot
-// write after its successor began: its write is refused and the successor does the job.
+// while leading (`whileLeader` starts none once leadership ends) and marked done with
+// `fenced`, so that a leader deposed mid-job (a pause, a lost lease) cannot write after its
+// successor began: its write is refused and the successor does the job. Ctrl-C drains: the
+// job in flight finishes, then the lease is released.
 // Run it in two terminals on one file:
 //   node examples/job-queue.js /tmp/jobs.db [jobs to enqueue into an empty queue, 20 by default]
 // @ts-check: typed through JSDoc, checked by `tsc --checkJs` (spec/package.spec.ts)
 'use strict';
-const { openSqlite } = require('./support/open-sqlite');
-const { interval, concatMap, EMPTY, tap } = require('rxjs');
+const { openSqlite } = require('observe-leadership/examples/support/open-sqlite');
+const { concatMap, fromEvent, interval, merge, tap } = require('rxjs');
 const { observeLeadership, whileLeader, fenced, LeadershipError } = require('observe-leadership');
 
 const file = process.argv[2] ?? 'jobs.db';
@@ -33,7 +34,7 @@ const log = (line) => console.log(`${new Date().toISOString().slice(11, 23)}  ${
 function dispatch(lease) {
   /** @type {{ id: number; payload: string } | undefined | null} (null on bun:sqlite) */
   const job = nextJob.get();
-  if (job == null) return EMPTY;
+  if (job == null) return;
   try {
     fenced(db, lease, () => markDone.run(lease.holder, lease.term, job.id));
     log(`did ${job.payload} (term ${lease.term})`);
@@ -42,28 +43,26 @@ function dispatch(lease) {
     if (!LeadershipError.isSkippable(error)) throw error;
     log(`${job.payload}: not recorded (${error.code}: ${error.message})`);
   }
-  return EMPTY;
-}
-
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.once(signal, () => {
-    subscription.unsubscribe(); // stops dispatching, then releases the lease
-    db.close();
-    log('stopped, lease released');
-  });
 }
 
 log(`worker ${process.pid} campaigning on ${file}`);
-const subscription = observeLeadership(db, { renewEvery: 1_000, expiresAfter: 3_000 })
+observeLeadership(db, { renewEvery: 1_000, expiresAfter: 3_000 })
   .pipe(
     // Every event but `error` has a term: the `type` tells TypeScript which one this is.
     tap(
       (event) =>
         event.type !== 'renewed' && log(event.type === 'error' ? `error, ${event.error.code}` : `${event.type}, term ${event.term}`),
     ),
-    whileLeader((lease) => interval(200).pipe(concatMap(() => dispatch(lease)))),
+    // A job every 200 ms, each started through `job`; on Ctrl-C, no new one, then the release.
+    whileLeader((lease, job) => interval(200).pipe(concatMap(() => job(() => dispatch(lease)))), {
+      drainOn: merge(fromEvent(process, 'SIGINT'), fromEvent(process, 'SIGTERM')),
+    }),
   )
   .subscribe({
+    complete: () => {
+      db.close();
+      log('stopped, lease released');
+    },
     error: (error) => {
       console.error(`stopped: ${error.code}: ${error.message}`);
       process.exitCode = 1;

@@ -1,12 +1,13 @@
 // A job queue shared by workers on any number of machines, on PostgreSQL. Run it in two
 // terminals (or on two hosts) with the same database URL:
 //   npm run example:postgres -- postgres://user@host/db
-// The leader marks one job done every 200 ms, each in a fenced transaction; Ctrl-C it and
-// the other takes the queue over where it was, with a greater term.
+// The leader marks one job done every 200 ms, each in a fenced transaction; Ctrl-C it (the
+// job in flight finishes, then the lease is released) and the other takes the queue over
+// where it was, with a greater term.
 // @ts-check: typed through JSDoc, checked by `tsc --checkJs` (spec/package.spec.ts)
 'use strict';
 const { Pool } = requirePg();
-const { concatMap, interval } = require('rxjs');
+const { concatMap, fromEvent, interval, merge } = require('rxjs');
 const { fenced, LeadershipError, observeLeadership, whileLeader } = require('observe-leadership');
 const { postgresLeaseStore } = require('observe-leadership/postgres');
 
@@ -53,22 +54,21 @@ async function main() {
   await pool.query(`INSERT INTO ${jobs} (id) SELECT generate_series(1, 1000) ON CONFLICT DO NOTHING`);
 
   console.log(`${time()}  campaigning (pid ${process.pid}); Ctrl-C to stop`);
-  const subscription = observeLeadership(store, { renewEvery: 1_000, expiresAfter: 3_000 })
-    .pipe(whileLeader((lease) => interval(200).pipe(concatMap(() => doNextJob(lease)))))
+  const drainOn = merge(fromEvent(process, 'SIGINT'), fromEvent(process, 'SIGTERM'));
+  observeLeadership(store, { renewEvery: 1_000, expiresAfter: 3_000 })
+    .pipe(whileLeader((lease, job) => interval(200).pipe(concatMap(() => job(() => doNextJob(lease)))), { drainOn }))
     .subscribe({
+      complete: async () => {
+        // The release has started; wait for its end before the pool goes.
+        await store.settled();
+        await pool.end();
+        console.log(`${time()}  stopped, lease released`);
+      },
       error: (error) => {
         console.error(`stopped: ${error.code}: ${error.message}`);
         process.exitCode = 1;
       },
     });
-  for (const signal of ['SIGINT', 'SIGTERM']) {
-    process.once(signal, async () => {
-      subscription.unsubscribe(); // starts the release at once
-      await store.settled(); // and waits for it, before the pool goes
-      await pool.end();
-      console.log(`${time()}  stopped, lease released`);
-    });
-  }
 }
 
 main().catch((error) => {

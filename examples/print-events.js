@@ -7,7 +7,7 @@
 //   npx observe-leadership handoff /tmp/leader.db --to print-events-<its pid>
 // @ts-check: typed through JSDoc, checked by `tsc --checkJs` (spec/package.spec.ts)
 'use strict';
-const { openSqlite } = require('./support/open-sqlite');
+const { openSqlite } = require('observe-leadership/examples/support/open-sqlite');
 const { distinctUntilChanged } = require('rxjs');
 const { observeLeader, observeLeadership } = require('observe-leadership');
 

@@ -1,8 +1,13 @@
-import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import ts from 'typescript';
 import { eventually } from '../test-kit/eventually';
+import { bunRuntime } from '../test-kit/runtimes';
 import { freePort } from '../test-kit/postgres-server';
 import type { HealthReport, LeaderHealthReport } from '../src';
 import { testDatabaseUrl, testSchema } from './support/postgres-database';
+import { readmeWorker } from './support/readme-worker';
 import { SpawnedScript } from './support/spawned-script';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 
@@ -150,15 +155,108 @@ describe('examples', () => {
     expect(count('SELECT max(id) FROM jobs WHERE done_by IS NOT NULL')).toBe(terms.length);
   });
 
-  it('graceful-shutdown.js: on SIGTERM, finishes the job in flight, then releases', async () => {
-    const worker = run('graceful-shutdown.js');
-    const [, job] = await worker.shows(/started (job \d+)/);
-    worker.process.kill('SIGTERM');
-    expect(await worker.exited).toBe(0);
-    const finished = worker.output.indexOf(`finished ${job}`);
-    expect(finished).toBeGreaterThan(worker.output.indexOf('waiting for the one in flight'));
-    expect(worker.output.indexOf('lease released')).toBeGreaterThan(finished);
-    expect(count('SELECT count(*) FROM worker_leadership')).toBe(0);
+  describe.each([
+    ['Node.js', process.execPath],
+    ['Bun', bunRuntime()],
+  ])('graceful-shutdown.js on %s', (_, runtime) => {
+    const start = () => {
+      const example = new SpawnedScript(join(__dirname, '..', 'examples', 'graceful-shutdown.js'), [database.file], {}, undefined, runtime);
+      started.push(example);
+      return example;
+    };
+    /** The ms of the day a line of the example's output was logged at (its clock is this host's). */
+    const loggedAt = (output: string, line: RegExp) => {
+      const [, h, m, s, ms] = new RegExp(`^(\\d\\d):(\\d\\d):(\\d\\d)\\.(\\d{3}) {2}${line.source}`, 'm').exec(output)!;
+      return ((Number(h) * 60 + Number(m)) * 60 + Number(s)) * 1000 + Number(ms);
+    };
+
+    it('on SIGTERM during a job: the job finishes and its fenced write commits, then the lease is released, and the other is elected then', async () => {
+      const leader = start();
+      await leader.shows(/elected, term 1/);
+      const follower = start();
+      await follower.shows(/standing by/);
+      const [, job] = await leader.shows(/started (job \d+)/);
+      leader.process.kill('SIGTERM');
+      expect(await leader.exited).toBe(0);
+      const lines = leader.output
+        .trimEnd()
+        .split('\n')
+        .map((line) => line.slice(14));
+      const stopping = lines.indexOf(`stopping: no new job; waiting for ${job} (Ctrl-C again to cut it)`);
+      expect(stopping).toBeGreaterThan(0);
+      // Nothing starts once asked to stop; the job in flight finishes; the release comes last.
+      expect(lines.slice(stopping)).toEqual([lines[stopping], `finished ${job}: result recorded, message sent`, 'released, exiting']);
+      const holder = /(graceful-shutdown-\d+) campaigning/.exec(leader.output)![1];
+      expect(database.open().prepare('SELECT term FROM job_results WHERE job = ?').pluck().get(`${holder} ${job}`)).toBe(1);
+      await follower.shows(/elected, term 2/);
+      // Taken on the release, not at the lease's expiry (3 s after its last renewal).
+      const handover = loggedAt(follower.output, /elected, term 2/) - loggedAt(leader.output, /released, exiting/);
+      expect(handover).toBeGreaterThanOrEqual(0);
+      expect(handover).toBeLessThan(1_000);
+      follower.process.kill('SIGTERM');
+      expect(await follower.exited).toBe(0);
+    });
+
+    it('on a second signal, cuts the job in flight at once, and releases', async () => {
+      const leader = start();
+      const [, job] = await leader.shows(/started (job \d+)/);
+      leader.process.kill('SIGINT');
+      await leader.shows(/stopping: no new job/);
+      leader.process.kill('SIGINT');
+      expect(await leader.exited).toBe(0);
+      const lines = leader.output
+        .trimEnd()
+        .split('\n')
+        .map((line) => line.slice(14));
+      expect(lines.slice(-3)).toEqual([`stopping now: cutting ${job}`, `cut ${job}`, 'released, exiting']);
+      expect(count('SELECT count(*) FROM worker_leadership')).toBe(0);
+      expect(count('SELECT count(*) FROM job_results')).toBe(Number(job.split(' ')[1]) - 1);
+    });
+  });
+
+  it("README's worker, two of them: on SIGTERM during a job, the leader finishes it, starts none, releases, and the other is elected before the lease would expire", async () => {
+    // README's TypeScript, compiled as a user's project would, beside the database file.
+    const project = dirname(database.file);
+    const { outputText } = ts.transpileModule(readmeWorker().worker, {
+      compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
+    });
+    writeFileSync(join(project, 'worker.js'), outputText);
+    mkdirSync(join(project, 'node_modules'));
+    symlinkSync(join(__dirname, '..'), join(project, 'node_modules', 'observe-leadership'));
+    for (const name of ['better-sqlite3', 'rxjs'])
+      symlinkSync(join(__dirname, '..', 'node_modules', name), join(project, 'node_modules', name));
+    const worker = () => {
+      const script = new SpawnedScript(join(project, 'worker.js'), [], {}, project);
+      started.push(script);
+      return script;
+    };
+    const leader = worker();
+    await leader.shows(/^worker-\d+: elected, term 1$/m);
+    const follower = worker();
+    await follower.shows(/^worker-\d+: standing by$/m);
+    const jobs = new Database(join(project, 'jobs.db'), { timeout: 5_000 });
+    for (let i = 0; i < 5; i++) jobs.prepare('INSERT INTO jobs DEFAULT VALUES').run();
+    const [, job] = await leader.shows(/started job (\d+)/);
+    leader.process.kill('SIGTERM');
+    expect(await leader.exited).toBe(0);
+    const stoppedAt = Date.now();
+    const lines = leader.output
+      .trimEnd()
+      .split('\n')
+      .map((line) => line.replace(/^worker-\d+: /, ''));
+    expect(lines.slice(lines.indexOf(`started job ${job}`))).toEqual([
+      `started job ${job}`,
+      `finished job ${job}`,
+      'released the lease, exiting',
+    ]);
+    expect(jobs.prepare('SELECT state FROM jobs WHERE id = ?').pluck().get(Number(job))).toBe('done');
+    await follower.shows(/^worker-\d+: elected, term 2$/m);
+    // Taken on the release: the lease it replaced would have lasted 15 s more.
+    expect(Date.now() - stoppedAt).toBeLessThan(5_000);
+    follower.process.kill('SIGINT');
+    expect(await follower.exited).toBe(0);
+    expect(follower.output).toMatch(/released the lease, exiting\n$/);
+    jobs.close();
   });
 
   it('cron-singleton.js: two processes, the task runs once per period', async () => {

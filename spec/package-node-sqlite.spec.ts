@@ -1,15 +1,14 @@
 import Database from 'better-sqlite3';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventually } from '../test-kit/eventually';
 import { nodeRuntime } from '../test-kit/runtimes';
 import { sqliteExampleRuns, startEach } from './support/installed-examples';
 import { packAsFromAFreshClone } from './support/packed-package';
+import { readmeWorker } from './support/readme-worker';
 import { SpawnedScript } from './support/spawned-script';
-
-const root = join(__dirname, '..');
 
 // The way to install without a native build: on Node.js 24, a fresh ES module project gets
 // the packed tarball and rxjs, and nothing else (no better-sqlite3, no compiler run), then
@@ -43,11 +42,8 @@ describe('the package on Node.js 24 with node:sqlite, without better-sqlite3', (
     expect(existsSync(join(project, 'node_modules', 'better-sqlite3'))).toBe(false);
   });
 
-  it("runs README's worker on node:sqlite, which dispatches the jobs that a better-sqlite3 connection adds, and stops on SIGTERM", async () => {
-    const readme = readFileSync(join(root, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('## A worker that dispatches jobs only while it leads'));
-    const worker = /```ts\n([\s\S]*?)\n```/.exec(section)?.[1] as string;
-    const nodeSqlite = /```ts partial\n(import \{ DatabaseSync \} from 'node:sqlite';[\s\S]*?)\n```/.exec(section)?.[1] as string;
+  it("runs README's worker on node:sqlite, which does the jobs that a better-sqlite3 connection adds, and stops on SIGTERM", async () => {
+    const { worker, nodeSqliteLines: nodeSqlite } = readmeWorker();
     expect(nodeSqlite).toContain('new DatabaseSync(');
     // README's worker with its better-sqlite3 lines replaced by the ones README gives for node:sqlite.
     const withoutBetterSqlite3 = worker
@@ -60,14 +56,16 @@ describe('the package on Node.js 24 with node:sqlite, without better-sqlite3', (
     const running = new SpawnedScript(join(project, 'worker.ts'), [], {}, project, node.node);
     let db: Database.Database | undefined;
     try {
-      await running.shows(/^elected /m);
+      await running.shows(/^worker-\d+: elected, term 1$/m);
       db = new Database(join(project, 'jobs.db'), { timeout: 5_000 });
       expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
       const state = () => db!.prepare('SELECT state FROM jobs ORDER BY id DESC LIMIT 1').pluck().get();
+      const expiry = () => db!.prepare('SELECT expires_at FROM worker_leadership WHERE slot = 0').pluck().get() as number;
+      const firstExpiry = expiry();
       db.prepare("INSERT INTO jobs (state) VALUES ('ready')").run();
-      await eventually('the job dispatched', () => state() === 'dispatched' || undefined);
-      await eventually('a renewal', () => /^renewed /m.test(running.output) || undefined);
-      expect(running.output).not.toMatch(/^lost |leadership ended/m);
+      await eventually('the job done', () => state() === 'done' || undefined);
+      await eventually('a renewal', () => expiry() > firstExpiry || undefined);
+      expect(running.output).not.toMatch(/lost term|leadership ended/);
       running.process.kill('SIGTERM');
       expect(await running.exited).toBe(0);
       // Released on the way out: the slot is free.

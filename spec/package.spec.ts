@@ -8,6 +8,7 @@ import { eventually } from '../test-kit/eventually';
 import { compilerSays, strictNode16, typescript } from './support/compiler';
 import { SpawnedScript } from './support/spawned-script';
 import { ExampleRun, sqliteExampleRuns, startEach } from './support/installed-examples';
+import { readmeWorker } from './support/readme-worker';
 import { testDatabaseUrl, testSchema } from './support/postgres-database';
 
 const root = join(__dirname, '..');
@@ -255,9 +256,7 @@ describe('the package, installed in a fresh project', () => {
   ])(
     "compiles README's worker, %s, as a fresh TypeScript 7 ES module project, which keeps leading through a 5 s lock",
     async (variant, edit) => {
-      const readme = readFileSync(join(root, 'README.md'), 'utf8');
-      const section = readme.slice(readme.indexOf('## A worker that dispatches jobs only while it leads'));
-      const worker = edit(/```ts\n([\s\S]*?)\n```/.exec(section)?.[1] as string);
+      const worker = edit(readmeWorker().worker);
       expect(worker).toContain('observeLeadership(db');
       expect(worker.includes('journal_mode = WAL')).toBe(variant === 'as README gives it');
       const esm = join(project, `esm-${variant === 'as README gives it' ? 'readme' : 'defaults'}`);
@@ -272,24 +271,27 @@ describe('the package, installed in a fresh project', () => {
       const running = new SpawnedScript(join(esm, 'worker.js'), [], {}, esm);
       const db = new Database(join(esm, 'jobs.db'), { timeout: 5_000 });
       try {
-        await running.shows(/^elected /m);
+        await running.shows(/^worker-\d+: elected, term 1$/m);
         expect(db.pragma('journal_mode', { simple: true })).toBe(variant === 'as README gives it' ? 'wal' : 'delete');
         const state = () => db.prepare('SELECT state FROM jobs ORDER BY id DESC LIMIT 1').pluck().get();
+        const expiry = () => db.prepare('SELECT expires_at FROM worker_leadership WHERE slot = 0').pluck().get() as number;
         db.prepare("INSERT INTO jobs (state) VALUES ('ready')").run();
-        await eventually('a job dispatched', () => state() === 'dispatched' || undefined);
+        await eventually('a job done', () => state() === 'done' || undefined);
         db.exec('BEGIN EXCLUSIVE');
         db.prepare("INSERT INTO jobs (state) VALUES ('ready')").run(); // seen by the worker once committed
         const lockedAt = running.output.length;
         await new Promise((resolve) => setTimeout(resolve, 5_000));
         db.exec('COMMIT');
+        const expiryAfterLock = expiry();
         // Its ticks met the lock five times (fenced waits 100 ms, then throws DATABASE_BUSY): skipped.
         expect(running.process.exitCode).toBeNull();
         expect(running.output.slice(lockedAt)).not.toMatch(/leadership ended/);
-        await eventually('the job dispatched after the lock', () => state() === 'dispatched' || undefined, 10_000);
-        await eventually('a renewal after the lock', () => /^renewed /m.test(running.output.slice(lockedAt)) || undefined, 10_000);
-        expect(running.output).not.toMatch(/^lost |leadership ended/m);
+        await eventually('the job done after the lock', () => state() === 'done' || undefined, 10_000);
+        await eventually('a renewal after the lock', () => expiry() > expiryAfterLock || undefined, 10_000);
+        expect(running.output).not.toMatch(/lost term|leadership ended/);
         running.process.kill('SIGTERM');
         expect(await running.exited).toBe(0);
+        expect(running.output).toMatch(/released the lease, exiting\n$/);
       } finally {
         if (db.inTransaction) db.exec('ROLLBACK');
         db.close();

@@ -36,8 +36,8 @@ import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
  * @example
  * ```ts
  * leadership$.pipe(
- *   whileLeader((lease) => jobs$.pipe(
- *     tap((job) => fenced(db, lease, () => markDispatched.run(job.id))),
+ *   whileLeader((lease, job) => jobs$.pipe(
+ *     concatMap((next) => job(() => fenced(db, lease, () => markDispatched.run(next.id)))),
  *   )),
  * );
  *

@@ -14,16 +14,17 @@ import { Lease } from '../core/leadership-event';
  * garbage collection, a VM frozen) runs the timers that fell due in the order they were set,
  * so a job's timer may run before the one that would end the tenure. This check looks at the
  * clock itself, and a lease found run out ends the tenure here and now: `lost` is emitted
- * before it returns `false`. `whileLeader` makes the same check before each value it passes
+ * before it returns `false`. `whileLeader` makes the same check before each job it starts and each value it passes
  * on.
  *
  * @example
  * ```ts
  * observeLeadership(db).pipe(
- *   whileLeader((lease) => interval(60_000).pipe(
- *     tap(() => {
- *       if (holdsLease(lease)) sendReport();
- *     }),
+ *   whileLeader((lease, job) => interval(60_000).pipe(
+ *     exhaustMap(() => job(async () => {
+ *       const report = await buildReport(); // a while: the tenure may end meanwhile
+ *       if (holdsLease(lease)) await sendReport(report);
+ *     })),
  *   )),
  * ).subscribe();
  * ```
