@@ -57,10 +57,18 @@ describe('observeLeadership config', () => {
   });
 
   it('refuses renewEvery that is not less than expiresAfter', () => {
-    expect(attempt({ renewEvery: 60_000 })).toThrow(
-      new RangeError('Expected `renewEvery` to be less than `expiresAfter` (60000), got `60000` (number)'),
+    expect(attempt({ renewEvery: 500, expiresAfter: 400 })).toThrow(
+      new RangeError('Expected `renewEvery` to be less than `expiresAfter` (400), got `500` (number)'),
     );
-    expect(attempt({ renewEvery: 500, expiresAfter: 400 })).toThrow(RangeError);
+  });
+
+  it('says which side of renewEvery < expiresAfter is a default the user never set', () => {
+    expect(attempt({ renewEvery: 60_000 })).toThrow(
+      new RangeError('Expected `renewEvery` to be less than `expiresAfter` (60000, its default), got `60000` (number)'),
+    );
+    expect(attempt({ expiresAfter: 20_000 })).toThrow(
+      new RangeError('Expected `renewEvery` to be less than `expiresAfter` (20000), got `30000` (number, its default)'),
+    );
   });
 
   it('refuses unknown options, so that a misspelt one is not silently ignored', () => {

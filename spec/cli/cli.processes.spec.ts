@@ -48,6 +48,74 @@ describe('the observe-leadership command', () => {
     return started;
   };
 
+  describe('its conventions', () => {
+    it.each(['status', 'watch', 'handoff', 'init', 'run'])(
+      '%s: --help and -h say its usage, with an example, and exit 0',
+      async (command) => {
+        for (const flag of ['--help', '-h']) {
+          const { code, output } = await cli(command, flag);
+          expect({ code, output }).toEqual({
+            code: 0,
+            output: expect.stringMatching(new RegExp(`^usage: observe-leadership ${command} `)),
+          });
+          expect(output).toMatch(/\nexample:\n {2}observe-leadership /);
+        }
+        // Wherever it comes among the options, and through `help <command>`.
+        expect((await cli(command, file.file, '--slot', '1', '--help')).output).toMatch(
+          new RegExp(`^usage: observe-leadership ${command} `),
+        );
+        expect((await cli('help', command)).output).toMatch(new RegExp(`^usage: observe-leadership ${command} `));
+      },
+    );
+
+    it('says its version, and its usage without a command', async () => {
+      const { version } = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string };
+      expect(await cli('--version')).toEqual({ code: 0, output: `${version}\n` });
+      expect(await cli('--help')).toEqual({ code: 0, output: expect.stringContaining('observe-leadership <command> --help tells more') });
+      expect(await cli()).toEqual({ code: 2, output: expect.stringMatching(/^usage: observe-leadership <command>/) });
+    });
+
+    it('refuses extra arguments, a negative slot, and a directory or other non-file, each in its own words', async () => {
+      const usage = (command: string, message: string) => ({
+        code: 2,
+        output: `observe-leadership: ${message}\nrun observe-leadership ${command} --help for usage\n`,
+      });
+      expect(await cli('status', file.file, 'jobs.db')).toEqual(
+        usage('status', 'unexpected argument "jobs.db": one database, then options'),
+      );
+      expect(await cli('init', file.file, 'second.db')).toEqual(
+        usage('init', 'unexpected argument "second.db": one database, then options'),
+      );
+      expect(await cli('status', file.file, '--slot', '-1')).toEqual(
+        usage('status', '--slot must be a whole number from 0 to 9007199254740991, got -1'),
+      );
+      const folder = join(file.file, '..');
+      for (const command of ['status', 'watch', 'handoff', 'init']) {
+        expect(await cli(command, folder)).toEqual({
+          code: 5,
+          output: `observe-leadership: ${folder} is a directory, not a SQLite database file\n`,
+        });
+      }
+      expect(await cli('status', '/dev/null')).toEqual({
+        code: 5,
+        output: 'observe-leadership: /dev/null is not a regular file, so not a SQLite database\n',
+      });
+    });
+
+    it("names run's flags, not the API's fields, and a value left out as the default it is", async () => {
+      const refused = (message: string) => ({
+        code: 2,
+        output: `observe-leadership: ${message}\nrun observe-leadership run --help for usage\n`,
+      });
+      expect(await cli('run', file.file, '--renew-every', '5000', '--expires-after', '3000', '--', 'true')).toEqual(
+        refused('--renew-every must be less than --expires-after (3000), got 5000'),
+      );
+      expect(await cli('run', file.file, '--expires-after', '3000', '--', 'true')).toEqual(
+        refused('--renew-every must be less than --expires-after (3000), got 30000 (its default)'),
+      );
+    });
+  });
+
   describe('init', () => {
     it('creates a SQLite file with the lease tables, once, which run then campaigns on; run never creates one itself', async () => {
       const fresh = join(file.file, '..', 'fresh.db');

@@ -5,7 +5,7 @@ import { Lease } from '../core/leadership-event';
 import { LeaseReader, LeaseStore, LeaseView } from '../store/lease-store';
 import { postgresLeaseStore, PostgresLeaseStore } from '../store/postgres/postgres-lease-store';
 import type { SqliteDatabaseLike } from '../store/sqlite/sqlite-database-like';
-import { checkedStore, openSqliteFile } from './sqlite-file';
+import { checkedStore, expectFileIfAny, openSqliteFile } from './sqlite-file';
 import { patiently } from './patiently';
 import { CliError, exitCode, ParsedArguments } from './cli-arguments';
 
@@ -49,6 +49,7 @@ export async function openCliDatabase(parsed: ParsedArguments, { readonly }: { r
 }
 
 async function openSqlite(file: string, readonly: boolean): Promise<CliDatabase> {
+  expectFileIfAny(file);
   if (!existsSync(file)) {
     throw new CliError(
       exitCode.noDatabase,

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { CliError, exitCode, parseArguments } from './cli-arguments';
 import { patiently } from './patiently';
-import { checkedStore, openSqliteFile } from './sqlite-file';
+import { checkedStore, expectFileIfAny, openSqliteFile } from './sqlite-file';
 
 /**
  * `init <file> [--wal]`: creates the SQLite file and the lease tables, once, where `run`,
@@ -12,12 +12,12 @@ import { checkedStore, openSqliteFile } from './sqlite-file';
  */
 export async function initCommand(argv: readonly string[], print: (line: string) => void): Promise<number> {
   const parsed = parseArguments(argv, [], ['wal']);
-  const [file, ...extra] = parsed.positional;
+  const [file] = parsed.positional;
   if (!file) throw new CliError(exitCode.usage, 'which SQLite file? Give its path');
-  if (extra.length > 0) throw new CliError(exitCode.usage, `one file at a time, got ${parsed.positional.length}`);
   if (/^postgres(ql)?:\/\//.test(file)) {
     throw new CliError(exitCode.usage, 'init is for SQLite files: on PostgreSQL, the first candidate creates the lease table');
   }
+  expectFileIfAny(file);
   const existed = existsSync(file);
   const opened = await openSqliteFile(file, { readonly: false, create: true }).catch((error: unknown) => {
     throw error instanceof CliError ? error : new CliError(exitCode.noDatabase, `cannot create ${file}: ${(error as Error).message}`);

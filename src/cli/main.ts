@@ -1,36 +1,14 @@
 #!/usr/bin/env node
 import { fromEvent, merge, Observable, take } from 'rxjs';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { CliError, exitCode } from './cli-arguments';
+import { commandHelp, helpOf, overview } from './command-help';
 import { handoffCommand } from './handoff-command';
 import { initCommand } from './init-command';
 import { runCommand } from './run-command';
 import { statusCommand } from './status-command';
 import { watchCommand } from './watch-command';
-
-const usage = `usage: observe-leadership <command> <database> [options]
-
-  <database> is the path of a SQLite file, or a postgres:// URL (with --schema S
-  and --table T for a lease table of another name)
-
-  status <db> [--slot N] [--json | --prometheus]
-      who holds the slot, for which term, until when, and whether the lease is live
-  watch <db> [--slot N] [--poll-every MS] [--prometheus]
-      a line each time the slot changes hands, is renewed, or runs out, until Ctrl-C
-  handoff <db> [--slot N] [--to HOLDER] [--within MS]
-      ask the leader to hand its tenure to the standing candidate HOLDER (to
-      anybody without --to), and say who leads next; fails (exit 1) when the
-      leader does not answer, or HOLDER does not take the slot, within MS (10 s)
-  init <file> [--wal]
-      create a SQLite file with the lease tables (run, status and watch never
-      create one: a misspelt path must not start a second election); --wal sets
-      the journal mode we advise
-  run <db> [--slot N] [--holder H] [--renew-every MS] [--expires-after MS] [--retry-every MS] [--grace MS] -- <command...>
-      campaign as H (a new ULID by default, printed), and run the command only
-      while leading; its environment has OBSERVE_LEADERSHIP_SLOT,
-      OBSERVE_LEADERSHIP_HOLDER and OBSERVE_LEADERSHIP_TERM
-
-exit codes: 0 done, 1 failed, 2 bad arguments, 3 no such database, 4 no lease table,
-5 a file that is not a SQLite database; run exits with its command's code`;
 
 /** Runs one command line; resolves with the exit code. Never throws. */
 export async function main(
@@ -41,6 +19,12 @@ export async function main(
 ): Promise<number> {
   const [name, ...rest] = argv;
   try {
+    // Each command's own help, wherever --help comes among its options (not in run's command).
+    const own = rest.indexOf('--') >= 0 ? rest.slice(0, rest.indexOf('--')) : rest;
+    if (name !== undefined && name in commandHelp && (own.includes('--help') || own.includes('-h'))) {
+      out(helpOf(name));
+      return exitCode.ok;
+    }
     switch (name) {
       case 'status':
         return await statusCommand(rest, out);
@@ -52,20 +36,38 @@ export async function main(
         return await handoffCommand(rest, out);
       case 'run':
         return await runCommand(rest, (line) => err(`observe-leadership: ${line}`), stop);
-      case undefined:
       case 'help':
+        if (rest[0] !== undefined && rest[0] in commandHelp) {
+          out(helpOf(rest[0]));
+          return exitCode.ok;
+        }
+        out(overview());
+        return exitCode.ok;
+      case undefined:
       case '--help':
       case '-h':
-        out(usage);
+        out(overview());
         return name === undefined ? exitCode.usage : exitCode.ok;
+      case '--version':
+      case '-v':
+      case 'version':
+        out(packageVersion());
+        return exitCode.ok;
       default:
         throw new CliError(exitCode.usage, `unknown command ${name}`);
     }
   } catch (error) {
     err(`observe-leadership: ${(error as Error).message}`);
-    if (error instanceof CliError && error.code === exitCode.usage) err(`run observe-leadership --help for usage`);
+    if (error instanceof CliError && error.code === exitCode.usage) {
+      err(`run observe-leadership ${name !== undefined && name in commandHelp ? `${name} --help` : '--help'} for usage`);
+    }
     return error instanceof CliError ? error.code : exitCode.failed;
   }
+}
+
+/** This package's version, from its package.json (two folders up, from src/cli or dist/cli). */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
 }
 
 if (require.main === module) {

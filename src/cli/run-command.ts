@@ -58,8 +58,30 @@ async function campaignOn({ parsed, slot, holder, timing }: ReturnType<typeof re
     return { db, events: observeLeadership(db.source, { slot, holder, ...timing }) };
   } catch (error) {
     await db.close();
-    throw new CliError(exitCode.usage, (error as Error).message);
+    throw new CliError(exitCode.usage, inFlagWords((error as Error).message));
   }
+}
+
+const flagOf: Readonly<Record<string, string>> = {
+  renewEvery: '--renew-every',
+  expiresAfter: '--expires-after',
+  retryEvery: '--retry-every',
+  holder: '--holder',
+  slot: '--slot',
+};
+
+/**
+ * A message of the library's config check in the words of this command line: the flags the
+ * user typed, not the API's fields. "Expected `renewEvery` to be less than `expiresAfter`
+ * (3000), got `5000` (number)" becomes "--renew-every must be less than --expires-after
+ * (3000), got 5000".
+ */
+function inFlagWords(message: string): string {
+  const named = message.replace(/`(\w+)`/g, (field: string, name: string) => flagOf[name] ?? field);
+  const check = /^Expected (--[\w-]+) to be (.*), got `(.*)` \(\w+(?:, (.*))?\)$/.exec(named);
+  if (check === null) return named;
+  const [, flag, expected, value, note] = check;
+  return `${flag} must be ${expected}, got ${value}${note === undefined ? '' : ` (${note})`}`;
 }
 
 /**

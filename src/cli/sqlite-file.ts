@@ -1,4 +1,5 @@
 import type { Database } from 'better-sqlite3';
+import { Stats, statSync } from 'node:fs';
 import { LeadershipError } from '../core/leadership-error';
 import { errorText } from '../core/error-text';
 import { asBetterSqlite3, SqliteDriver } from '../store/sqlite/sqlite-driver';
@@ -63,6 +64,21 @@ function isMissingDriver(error: unknown): boolean {
     code === 'ERR_DLOPEN_FAILED' ||
     /not yet supported in Bun|NODE_MODULE_VERSION|Could not locate the bindings file/.test(message)
   );
+}
+
+/**
+ * Refuses a path that exists and is no file (a directory, a FIFO, a device), before a driver
+ * opens it and says only "disk I/O error" or "unable to open database file".
+ */
+export function expectFileIfAny(path: string): void {
+  let stats: Stats;
+  try {
+    stats = statSync(path);
+  } catch {
+    return; // nothing there (or nothing this process may look at): the caller says what it means
+  }
+  if (stats.isDirectory()) throw new CliError(exitCode.notDatabase, `${path} is a directory, not a SQLite database file`);
+  if (!stats.isFile()) throw new CliError(exitCode.notDatabase, `${path} is not a regular file, so not a SQLite database`);
 }
 
 /**

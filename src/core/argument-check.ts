@@ -10,13 +10,15 @@
 /** Longest delay a Node.js timer honours; longer ones fire at once. */
 export const MAX_DELAY = 2 ** 31 - 1;
 
+/** The error for `value` of `name`; `note` says more of the value (that it is a default, say). */
 export function argumentError(
   kind: typeof TypeError | typeof RangeError,
   name: string,
   expected: string,
   value: unknown,
+  note?: string,
 ): TypeError | RangeError {
-  return new kind(`Expected \`${name}\` to be ${expected}, got ${show(value)}`);
+  return new kind(`Expected \`${name}\` to be ${expected}, got ${show(value, note)}`);
 }
 
 export function expectInteger(name: string, value: unknown, min: number, max: number): number {
@@ -38,10 +40,10 @@ export function expectObject(name: string, value: unknown, expected = 'an object
   return value;
 }
 
-/** `-1` (number), `"30s"` (string), `null` (null): short enough for one line. */
-function show(value: unknown): string {
+/** `-1` (number), `"30s"` (string), `null` (null), `30000` (number, its default): short enough for one line. */
+function show(value: unknown, note?: string): string {
   const type = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
-  return `\`${shortText(value)}\` (${type})`;
+  return `\`${shortText(value)}\` (${type}${note === undefined ? '' : `, ${note}`})`;
 }
 
 function shortText(value: unknown): string {

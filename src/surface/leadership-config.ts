@@ -176,7 +176,9 @@ export function resolveLeadershipConfig(config: LeadershipConfig = {}): Resolved
   expectInteger('expiresAfter', expiresAfter, 2, MAX_DELAY);
   expectInteger('retryEvery', retryEvery, 1, MAX_DELAY);
   if (renewEvery >= expiresAfter) {
-    throw argumentError(RangeError, 'renewEvery', `less than \`expiresAfter\` (${expiresAfter})`, renewEvery);
+    // Either may be a default the user never wrote: say which, or the message blames a value nobody set.
+    const limit = `less than \`expiresAfter\` (${expiresAfter}${config.expiresAfter === undefined ? ', its default' : ''})`;
+    throw argumentError(RangeError, 'renewEvery', limit, renewEvery, config.renewEvery === undefined ? 'its default' : undefined);
   }
   expectInteger('slot', slot, 0, Number.MAX_SAFE_INTEGER);
   if (holder !== undefined) expectString('holder', holder, MAX_HOLDER_LENGTH);
