@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { packAsFromAFreshClone } from './support/packed-package';
@@ -200,6 +200,56 @@ describe('the package, installed in a fresh project', () => {
        observeLeadership(db, { renewEvry: 1 });`,
     );
     expect(compile('index.ts')).toBe('');
+  });
+
+  // A user of node:sqlite or bun:sqlite installs neither better-sqlite3 nor its types, nor
+  // pg's: the declarations must compile without them, with every check on (skipLibCheck off).
+  it.each([
+    [
+      'node:sqlite',
+      { '@types/node': '@types/node-26' },
+      'node',
+      `import { DatabaseSync } from 'node:sqlite';
+       const db = new DatabaseSync('jobs.db');`,
+    ],
+    [
+      'bun:sqlite',
+      // bun-types needs newer Node.js types than 20's: the newest, which npm installs beside it.
+      {
+        '@types/bun': '@types/bun',
+        'bun-types': 'bun-types',
+        '@types/node': '@types/node-26',
+        'undici-types': '@types/node-26/node_modules/undici-types',
+      },
+      'bun',
+      `import { Database } from 'bun:sqlite';
+       const db = new Database('jobs.db');`,
+    ],
+  ])('compiles a strict project on %s alone, with skipLibCheck false', (_, types, typesName, opening) => {
+    const alone = join(folder, `typed-${typesName}`);
+    mkdirSync(join(alone, 'node_modules', '@types'), { recursive: true });
+    // Copied: from the consumer project's copy, better-sqlite3's types would be found beside it.
+    cpSync(join(project, 'node_modules', 'observe-leadership'), join(alone, 'node_modules', 'observe-leadership'), { recursive: true });
+    symlinkSync(join(root, 'node_modules', 'rxjs'), join(alone, 'node_modules', 'rxjs'));
+    // Copied, not linked: a package's own references to others resolve from where it is.
+    for (const [name, from] of Object.entries(types))
+      cpSync(join(root, 'node_modules', from), join(alone, 'node_modules', name), { recursive: true });
+    writeFileSync(join(alone, 'package.json'), JSON.stringify({ name: `typed-${typesName}`, private: true }));
+    writeFileSync(
+      join(alone, 'index.ts'),
+      `${opening}
+       import { concatMap, interval } from 'rxjs';
+       import { fenced, holdsLease, isLeader, observeLeader, observeLeadership, whileLeader, type SqliteLeaseStore } from 'observe-leadership';
+       observeLeadership(db, { holder: 'typed' }).pipe(isLeader()).subscribe((leading: boolean) => leading);
+       observeLeadership(db)
+         .pipe(whileLeader((lease, job) => interval(1_000).pipe(concatMap(() => job(() => fenced(db, lease, () => holdsLease(lease)))))))
+         .subscribe();
+       observeLeader(db).subscribe((state) => state.holder?.toUpperCase());
+       export type Store = SqliteLeaseStore;`,
+    );
+    const options = ['--noEmit', '--strict', '--module', 'node16', '--moduleResolution', 'node16', '--target', 'es2022'];
+    expect(compilerSays(typescript.repository, [...options, '--skipLibCheck', 'false', '--types', typesName, 'index.ts'], alone)).toBe('');
+    expect(existsSync(join(alone, 'node_modules', 'better-sqlite3'))).toBe(false);
   });
 
   it('gives PostgreSQL users their store from observe-leadership/postgres', () => {

@@ -1,4 +1,19 @@
-import { concatMap, exhaustMap, finalize, map, mergeMap, Observable, OperatorFunction, switchMap, takeUntil, timer } from 'rxjs';
+import {
+  concat,
+  concatMap,
+  exhaustMap,
+  firstValueFrom,
+  NEVER,
+  finalize,
+  map,
+  mergeMap,
+  Observable,
+  of,
+  OperatorFunction,
+  switchMap,
+  takeUntil,
+  timer,
+} from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { LeadershipEvent, StartJob, whileLeader, WhileLeaderConfig } from '../../src';
 import { virtualTime } from '../support/virtual-time';
@@ -233,16 +248,30 @@ describe('whileLeader drains', () => {
     });
   });
 
-  it('fails a job whose work throws, or returns nothing a job can emit, without counting it in flight', () => {
+  it("emits what the work returns: an Observable's values, a promise's value, any other value at once, nothing for undefined", async () => {
+    const scheduler = virtualTime();
+    scheduler.run(({ hot, cold, expectObservable }) => {
+      const result = (work: () => unknown) => hot('e', events).pipe(whileLeader((_, job) => job(work), { scheduler }));
+      expectObservable(result(() => cold('-a-b|'))).toBe('-a-b');
+      expectObservable(result(() => 42)).toBe('a', { a: 42 });
+      expectObservable(result(() => [1, 2])).toBe('a', { a: [1, 2] });
+      expectObservable(result(() => undefined)).toBe('');
+    });
+    const fromPromise = concat(of(events.e), NEVER).pipe(whileLeader((_, job) => job(async () => 7)));
+    expect(await firstValueFrom(fromPromise)).toBe(7);
+  });
+
+  it('fails a job whose work throws, without counting it in flight', () => {
     const scheduler = virtualTime();
     scheduler.run(({ hot, expectObservable }) => {
-      const result = (work: () => never) => hot('e', events).pipe(whileLeader((_, job) => job(work), { drainOn: hot('--s'), scheduler }));
-      expectObservable(
-        result(() => {
-          throw new Error('bad job');
-        }),
-      ).toBe('#', {}, new Error('bad job'));
-      expectObservable(result(() => 42 as never)).toBe('#', {}, expect.any(TypeError));
+      const failing = () => {
+        throw new Error('bad job');
+      };
+      expectObservable(hot('e', events).pipe(whileLeader((_, job) => job(failing), { drainOn: hot('--s'), scheduler }))).toBe(
+        '#',
+        {},
+        new Error('bad job'),
+      );
     });
   });
 

@@ -40,7 +40,8 @@ import { SignalFile } from './signal-file';
 import { HandoffMailboxes } from './handoff-mailboxes';
 import { canonicalPath, SqliteConnection } from './sqlite-connection';
 import { TenureEndpoints } from './tenure-endpoints';
-import { asBetterSqlite3, SqliteDatabaseLike } from './sqlite-driver';
+import { asBetterSqlite3 } from './sqlite-driver';
+import type { SqliteDatabaseLike } from './sqlite-database-like';
 
 /** A slot's row as read, with the ms its lease has left at the reading (see `remaining`). */
 interface LeaseRow extends Omit<LeaseRecord, 'advertised'> {

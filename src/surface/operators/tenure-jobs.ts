@@ -1,12 +1,14 @@
-import { EMPTY, from, Observable, ObservableInput, Subscriber, Subscription } from 'rxjs';
+import { EMPTY, from, isObservable, Observable, of, Subscriber, Subscription } from 'rxjs';
+import { isPromiseLike } from '../../core/eventually';
 
 /**
  * One job's work: what runs when the job starts. It gets an `AbortSignal` that aborts when
  * the job is cut (the tenure lost, a drain's bound reached, a second shutdown signal), for
- * work an unsubscription cannot stop (a promise, a `fetch`). It returns what the job emits
- * (an Observable, a promise, ...), or nothing for work done at once.
+ * work an unsubscription cannot stop (a promise, a `fetch`). What it returns is what the job
+ * emits: an Observable's values, a promise's value once it settles, any other value at once;
+ * nothing for `undefined`. The job ends when that does.
  */
-export type JobWork<T> = (signal: AbortSignal) => ObservableInput<T> | void;
+export type JobWork<T> = (signal: AbortSignal) => Observable<T> | PromiseLike<T> | T;
 
 /**
  * Starts a job of the tenure that `whileLeader` gave it: the job's Observable runs `work`
@@ -54,9 +56,9 @@ export class TenureJobs {
       this.running.add(run);
       let output: Observable<T>;
       try {
-        output = from(work(run.abort.signal) ?? EMPTY);
+        output = emitted(work(run.abort.signal));
       } catch (error) {
-        // Thrown by `work`, or what it returned is nothing a job can emit: the job fails at once.
+        // Thrown by `work`: the job fails at once.
         this.running.delete(run);
         return subscriber.error(error);
       }
@@ -112,4 +114,10 @@ export class TenureJobs {
     run.subscription.unsubscribe();
     run.abort.abort();
   }
+}
+
+/** What a job emits for what its work returned (see `JobWork`). */
+function emitted<T>(result: Observable<T> | PromiseLike<T> | T): Observable<T> {
+  if (isObservable(result) || isPromiseLike(result)) return from(result);
+  return result === undefined ? EMPTY : of(result);
 }
