@@ -18,6 +18,7 @@ const unit = [
   'spec/metrics.spec.ts',
   'spec/observe-leadership.spec.ts',
   'spec/operators/**/*.spec.ts',
+  'spec/roll-call.spec.ts',
 ];
 
 /**

@@ -48,22 +48,27 @@ describe('handOff with bad input', () => {
     await expect(handOff(db, { to: 'a' })).rejects.toMatchObject({ code: 'NO_LEADER' });
   });
 
-  it('says HANDOFF_NOT_TAKEN for a candidate of another slot, which stays where it is', async () => {
+  it('changes nothing for a candidate of another slot: it does not stand for this one, and stays where it is', async () => {
     const a = candidate('a');
     await eventually('a elected', () => a.some((event) => event.type === 'elected'));
     const elsewhere = candidate('b', 1);
     await eventually('b elected on slot 1', () => elsewhere.some((event) => event.type === 'elected'));
     const c = candidate('c');
-    await expect(handOff(db, { to: 'b' })).rejects.toMatchObject({ code: 'HANDOFF_NOT_TAKEN' });
-    await eventually('c elected after the window', () => c.some((event) => event.type === 'elected'));
-    expect(elsewhere.filter((event) => event.type === 'lost')).toEqual([]);
+    await expect(handOff(db, { to: 'b', within: 500 })).rejects.toMatchObject({
+      code: 'HANDOFF_NOT_STANDING',
+      message: expect.stringMatching(
+        /^b did not answer as a standing candidate of slot 0 within 500 ms.*Standing candidates that answered: c$/,
+      ),
+    });
+    expect([...a, ...elsewhere, ...c].filter((event) => event.type === 'lost')).toEqual([]);
+    expect(c.filter((event) => event.type === 'elected')).toEqual([]);
   });
 
   it('says HANDOFF_UNANSWERED when the original worker’s statements lead: they hear no request, and keep leading', async () => {
     db.exec(originalTable);
     const original = originalStatements(db, 'rust-worker', 60_000);
     expect(original.tryAcquire(Date.now())).toBe(true);
-    await expect(handOff(db, { to: 'b', within: 300 })).rejects.toMatchObject({
+    await expect(handOff(db, { within: 300 })).rejects.toMatchObject({
       code: 'HANDOFF_UNANSWERED',
       message: expect.stringContaining('The leader of slot 0, rust-worker (term 0), did not hand over within 300 ms'),
     });

@@ -177,7 +177,35 @@ describe('observeLeadership', () => {
   });
 
   describe('handing off to a chosen successor', () => {
-    const ask = (term: number, to?: string) => sqliteLeaseStore(db).ask({ slot: 0, holder: 'a', term }, to);
+    const ask = (term: number, to?: string) =>
+      sqliteLeaseStore(db).tell({ kind: 'asked', lease: { slot: 0, holder: 'a', term }, ...(to !== undefined && { to }) });
+
+    it('answers a roll call while it follows: present once, not while it leads, nor once heard', () => {
+      const scheduler = virtualTime();
+      const answers: Array<[number, string]> = [];
+      const store = sqliteLeaseStore(db);
+      const stop = store.watchHandoffs('roll-call-spec', (word) => {
+        if (word.kind === 'present') answers.push([scheduler.now(), word.holder]);
+      });
+      const call = (to: string, heard: string[] = []) => store.tell({ kind: 'roll-call', slot: 0, to, replyTo: 'roll-call-spec', heard });
+      scheduler.run(({ expectObservable }) => {
+        const a = observeLeadership(db, { ...timing, holder: 'a', scheduler });
+        const b = observeLeadership(db, { ...timing, holder: 'b', scheduler });
+        const c = observeLeadership(db, { ...timing, holder: 'c', scheduler });
+        const elsewhere = observeLeadership(db, { ...timing, slot: 1, holder: 'd', scheduler });
+        scheduler.schedule(() => call(''), 5);
+        scheduler.schedule(() => call('', ['b']), 10);
+        scheduler.schedule(() => call('c'), 15);
+        for (const candidate of [a, b, c, elsewhere]) expectObservable(candidate, '^ 20ms !');
+      });
+      stop();
+      expect(answers.sort(([t1, h1], [t2, h2]) => t1 - t2 || h1.localeCompare(h2))).toEqual([
+        [5, 'b'],
+        [5, 'c'],
+        [10, 'c'],
+        [15, 'c'],
+      ]);
+    });
 
     it('says lost (handed-off) at the request, and the named follower takes the slot at once with a greater term, before the others', () => {
       const scheduler = virtualTime();

@@ -106,7 +106,7 @@ describe('Campaign', () => {
   ): void {
     let hear: ((word: HandoffWord, origin?: ChangeOrigin) => void) | undefined;
     powers.handoffs = {
-      ask: () => undefined,
+      tell: () => undefined,
       handOver,
       watchHandoffs: (_holder, listener) => ((hear = listener), () => (hear = undefined)),
     };

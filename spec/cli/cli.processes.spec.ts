@@ -201,12 +201,15 @@ describe('the observe-leadership command', () => {
       expect(await cli('handoff', file.file, '--within', '0')).toEqual(exits(2, '--within must be a whole number'));
     });
 
-    it('tells who leads a database that a worker is using, and where it says it can be reached, as text and as JSON', async () => {
+    it('tells who leads a database that a worker is using, where it says it can be reached, and who stands by, as text and as JSON', async () => {
       const worker = observeLeadership(file.open(), { holder: 'worker-1', advertise: 'http://10.0.0.1:8080' }).subscribe();
+      const standbys = ['worker-3', 'worker-2'].map((holder) => observeLeadership(file.open(), { holder }).subscribe());
       try {
         const text = await cli('status', file.file);
         expect(text.code).toBe(0);
-        expect(text.output).toMatch(/holder +worker-1\nterm +1\nexpires +in \d+\.\d s .*\nreach +http:\/\/10\.0\.0\.1:8080\nlive +yes/);
+        expect(text.output).toMatch(
+          /holder +worker-1\nterm +1\nexpires +in \d+\.\d s .*\nreach +http:\/\/10\.0\.0\.1:8080\nlive +yes\nstandby +worker-2, worker-3\n$/,
+        );
         const json = await cli('status', file.file, '--json');
         const status = JSON.parse(json.output);
         expect(status).toEqual({
@@ -217,12 +220,38 @@ describe('the observe-leadership command', () => {
           expiresIn: expect.any(Number),
           live: true,
           advertised: 'http://10.0.0.1:8080',
+          standingBy: ['worker-2', 'worker-3'],
         });
         expect(Number.isInteger(status.expiresIn)).toBe(true); // whole ms, as the lease's end is stored
       } finally {
         worker.unsubscribe();
+        for (const standby of standbys) standby.unsubscribe();
       }
-      expect(JSON.parse((await cli('status', file.file, '--json')).output)).toMatchObject({ holder: null, live: false, advertised: null });
+      expect(JSON.parse((await cli('status', file.file, '--json')).output)).toMatchObject({
+        holder: null,
+        live: false,
+        advertised: null,
+        standingBy: [],
+      });
+    });
+
+    it('refuses a handoff to a holder that does not stand by (a typo): nothing changes, and it names those that do', async () => {
+      const leader: string[] = [];
+      const worker = observeLeadership(file.open(), { holder: 'worker-1' }).subscribe((event) => leader.push(event.type));
+      const standby = observeLeadership(file.open(), { holder: 'worker-2' }).subscribe();
+      try {
+        expect(await cli('handoff', file.file, '--to', 'worker-22')).toEqual({
+          code: 1,
+          output:
+            'observe-leadership: HANDOFF_NOT_STANDING: worker-22 did not answer as a standing candidate of slot 0 within 2000 ms, ' +
+            'so nothing was handed over: worker-1 still leads (term 1). Standing candidates that answered: worker-2\n',
+        });
+        expect(leader).toEqual(['elected']);
+        expect(JSON.parse((await cli('status', file.file, '--json')).output)).toMatchObject({ holder: 'worker-1', term: 1 });
+      } finally {
+        worker.unsubscribe();
+        standby.unsubscribe();
+      }
     });
 
     it('waits out a lock held for a moment, as a busy timeout would, though the library never waits in one', async () => {
@@ -373,12 +402,15 @@ describe('the observe-leadership command', () => {
         code: 0,
         output: 'slot 0: runner-two leads already (term 3); nothing to hand off\n',
       });
-      expect(await cli('handoff', file.file, '--to', 'nobody', '--within', '5000')).toEqual({
+      // A misspelt name changes nothing: runner-two goes on leading.
+      expect(await cli('handoff', file.file, '--to', 'runner-on')).toEqual({
         code: 1,
         output: expect.stringContaining(
-          'HANDOFF_NOT_TAKEN: runner-two (term 3) handed slot 0 over, but nobody did not take it in its window',
+          'HANDOFF_NOT_STANDING: runner-on did not answer as a standing candidate of slot 0 within 2000 ms, so nothing was handed over: ' +
+            'runner-two still leads (term 3). Standing candidates that answered: runner-one',
         ),
       });
+      expect(second.output).not.toContain('lost the lease');
     });
 
     it('releases and exits with the code of a command that ends by itself', async () => {
@@ -442,6 +474,7 @@ describe('the observe-leadership command', () => {
           live: true,
           length: 60_000,
           advertised: null,
+          standingBy: [],
         });
       } finally {
         worker.unsubscribe();

@@ -431,7 +431,7 @@ describe.each(stores)('%s lease store', (_, open) => {
         const stop = handoffsOf().watchHandoffs('probe', (word) => (heard ||= word.kind === 'asked' && word.lease.slot === 99));
         try {
           await eventually('words heard', async () => {
-            await handoffsOf().ask({ slot: 99, holder: 'probe', term: 1 }, undefined);
+            await handoffsOf().tell({ kind: 'asked', lease: { slot: 99, holder: 'probe', term: 1 } });
             await until(10);
             return heard;
           });
@@ -497,16 +497,40 @@ describe.each(stores)('%s lease store', (_, open) => {
         expect(taken.acquired).toBe(true);
       });
 
-      it('says HANDOFF_NOT_TAKEN when the named holder is not a candidate: another candidate leads once the window ends', async () => {
+      it('changes nothing for a named holder that does not answer as a standing candidate (a typo), and names those that do', async () => {
         const a = candidate('a');
         const from = await firstElected(a.events);
         const b = candidate('b');
         await hearing();
-        const failure = handOff(store, { to: 'nobody' });
-        await expect(failure).rejects.toMatchObject({
-          code: 'HANDOFF_NOT_TAKEN',
-          message: expect.stringContaining('nobody did not take it'),
+        await expect(handOff(store, { to: 'nobody', within: 1_000 })).rejects.toMatchObject({
+          code: 'HANDOFF_NOT_STANDING',
+          message:
+            `nobody did not answer as a standing candidate of slot 0 within 1000 ms, so nothing was handed over: ` +
+            `a still leads (term ${from.term}). Standing candidates that answered: b`,
         });
+        expect(a.events.filter(({ type }) => type !== 'renewed')).toEqual([expect.objectContaining({ type: 'elected', term: from.term })]);
+        expect(b.events).toEqual([]);
+        expect(await store.renew({ slot: 0, holder: 'a', term: from.term }, at(Date.now()), 60_000)).toBe(true);
+      });
+
+      it('says HANDOFF_NOT_TAKEN when the named holder answered but does not take its window: another candidate leads once it ends', async () => {
+        const a = candidate('a');
+        const from = await firstElected(a.events);
+        const b = candidate('b');
+        // One that answers the roll call as a candidate would, then is gone: no campaign behind it.
+        const handoffs = handoffsOf();
+        const stop = handoffs.watchHandoffs('ghost', (word) => {
+          if (word.kind === 'roll-call') void handoffs.tell({ kind: 'present', slot: 0, to: word.replyTo, holder: 'ghost' });
+        });
+        try {
+          await hearing();
+          await expect(handOff(store, { to: 'ghost' })).rejects.toMatchObject({
+            code: 'HANDOFF_NOT_TAKEN',
+            message: expect.stringContaining('ghost did not take it in its window'),
+          });
+        } finally {
+          stop();
+        }
         expect(a.events.find(({ type }) => type === 'lost')).toMatchObject({ reason: 'handed-off', term: from.term });
         await eventually('a new leader', () =>
           [...a.events, ...b.events].some((event) => event.type === 'elected' && event.term > from.term),
@@ -536,6 +560,8 @@ describe.each(stores)('%s lease store', (_, open) => {
       it('says HANDOFF_UNANSWERED when the leader cannot hear requests (a store without the capability: an older version)', async () => {
         const a = candidate('a', fiveOperations(store));
         const from = await firstElected(a.events);
+        candidate('b');
+        await hearing();
         await expect(handOff(store, { to: 'b', within: 300 })).rejects.toMatchObject({
           code: 'HANDOFF_UNANSWERED',
           message: expect.stringContaining(`(term ${from.term}), did not hand over within 300 ms`),

@@ -211,6 +211,10 @@ export class Campaign implements CampaignContext {
     if (word.kind === 'asked' && word.lease.slot === this.slot) this.handOff(word.lease, word.to);
     else if (word.kind === 'handed' && word.slot === this.slot && word.to === this.holder && phase.name === 'following') {
       this.follower.onHanded(phase);
+    } else if (word.kind === 'roll-call' && word.slot === this.slot && phase.name === 'following' && !word.heard?.includes(this.holder)) {
+      // Present: so that a handoff names only candidates that stand, and status can list them.
+      const present = { kind: 'present', slot: this.slot, to: word.replyTo, holder: this.holder } as const;
+      bestEffort(() => this.powers.handoffs?.tell(present));
     }
   }
 
@@ -280,12 +284,7 @@ export class Campaign implements CampaignContext {
     const priorities = this.powers.priorities;
     if (priorities === undefined || this.declaredAt === -Infinity) return;
     this.declaredAt = -Infinity;
-    try {
-      const withdrawn = priorities.declare(this.slot, this.holder, 0, this.reading(), this.timing.expiresAfter);
-      if (isPromiseLike(withdrawn)) withdrawn.then(nothing, nothing);
-    } catch {
-      // It runs out by itself.
-    }
+    bestEffort(() => priorities.declare(this.slot, this.holder, 0, this.reading(), this.timing.expiresAfter));
   }
 
   /**
@@ -364,3 +363,13 @@ export class Campaign implements CampaignContext {
 }
 
 function nothing(): void {}
+
+/** Makes a store call whose failure changes nothing (what it does also happens without it): its errors, thrown or later, are dropped. */
+function bestEffort(call: () => Eventually<unknown>): void {
+  try {
+    const answer = call();
+    if (isPromiseLike(answer)) answer.then(nothing, nothing);
+  } catch {
+    // Dropped, as its comment says.
+  }
+}

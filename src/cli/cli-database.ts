@@ -2,7 +2,9 @@ import { existsSync } from 'node:fs';
 import type { Pool } from 'pg';
 import { monotonicScheduler, readClocks } from '../core/monotonic-scheduler';
 import { Lease } from '../core/leadership-event';
-import { LeaseReader, LeaseStore, LeaseView } from '../store/lease-store';
+import { lastValueFrom, toArray } from 'rxjs';
+import { everybody, LeaseReader, LeaseStore, LeaseView } from '../store/lease-store';
+import { rollCall } from '../surface/roll-call';
 import { postgresLeaseStore, PostgresLeaseStore } from '../store/postgres/postgres-lease-store';
 import type { SqliteDatabaseLike } from '../store/sqlite/sqlite-database-like';
 import { checkedStore, expectFileIfAny, openSqliteFile } from './sqlite-file';
@@ -25,6 +27,11 @@ export interface CliDatabase {
   hasLeaseTable(): Promise<boolean>;
   /** The slot's row, with the time its lease has left by the database's clock. */
   look(slot: number): Promise<LeaseView | undefined>;
+  /**
+   * The holders of the followers of `slot` that answer a roll call within `within` ms (see
+   * `rollCall`): those that can hear words about handoffs, as running now.
+   */
+  present(slot: number, within: number): Promise<string[]>;
   /** SQLite: the leader's endpoint (see tenure-endpoints.ts), for the command's guard to hold. */
   endpointDescriptor(lease: Lease): number | undefined;
   /** Waits for the releases in flight, then closes. */
@@ -68,6 +75,7 @@ async function openSqlite(file: string, readonly: boolean): Promise<CliDatabase>
     source: opened.raw as SqliteDatabaseLike,
     hasLeaseTable: () => patiently(() => store.hasTable()),
     look: (slot) => patiently(() => store.look(slot, readClocks(monotonicScheduler))),
+    present: (slot, within) => lastValueFrom(rollCall(store, slot, everybody, within).pipe(toArray())),
     endpointDescriptor: (lease) => store.endpointDescriptor(lease),
     close: async () => void opened.db.close(),
   };
@@ -93,6 +101,7 @@ async function openPostgres(url: string, names: { schema?: string; table?: strin
     source: store,
     hasLeaseTable: () => store.hasTable(),
     look: async (slot) => store.look(slot),
+    present: (slot, within) => lastValueFrom(rollCall(store, slot, everybody, within).pipe(toArray())),
     endpointDescriptor: () => undefined,
     close: async () => {
       await store.settled().catch(() => undefined);

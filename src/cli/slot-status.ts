@@ -17,4 +17,10 @@ export interface SlotStatus {
   readonly advertised: string | null;
   /** On PostgreSQL, the lease's length as its holder wrote it. */
   readonly length?: number;
+  /**
+   * The candidates that answered a roll call as followers of the slot, by holder: what
+   * `handoff --to` may name. Only those that hear words about handoffs can answer (see
+   * docs/command-line.md). Left out with `--prometheus`, which calls no roll.
+   */
+  readonly standingBy?: string[];
 }

@@ -19,7 +19,9 @@ export async function statusCommand(argv: readonly string[], print: (line: strin
   try {
     if (!(await db.hasLeaseTable())) throw noTableError(db);
     const view = await db.look(slot);
-    const status: SlotStatus = view
+    // A roll call for people, who copy a name from it; a textfile collector needs none.
+    const standingBy = parsed.options.has('prometheus') ? undefined : (await db.present(slot, rollCallWithin)).sort();
+    const found: SlotStatus = view
       ? {
           slot,
           ...view.lease,
@@ -30,6 +32,7 @@ export async function statusCommand(argv: readonly string[], print: (line: strin
           ...(view.observeFor !== undefined && { length: view.observeFor }),
         }
       : { slot, holder: null, term: null, expiresAt: null, expiresIn: null, live: false, advertised: null };
+    const status: SlotStatus = standingBy === undefined ? found : { ...found, standingBy };
     if (parsed.options.has('json')) {
       print(JSON.stringify(status));
     } else if (parsed.options.has('prometheus')) {
@@ -43,15 +46,19 @@ export async function statusCommand(argv: readonly string[], print: (line: strin
   }
 }
 
+/** How long `status` waits for candidates to answer its roll call: their words take ms. */
+const rollCallWithin = 250;
+
 /** Whether the lease of `view` stands, as far as one look can tell (see `SlotStatus.live`). */
 function liveness({ expiresIn, observeFor }: LeaseView): boolean | null {
   if (observeFor === undefined) return stands(expiresIn); // a clock that cannot jump said it
   return stands(expiresIn) && expiresIn <= observeFor ? true : null;
 }
 
-function statusLines({ slot, holder, term, expiresAt, expiresIn, live, length, advertised }: SlotStatus): string[] {
+function statusLines({ slot, holder, term, expiresAt, expiresIn, live, length, advertised, standingBy = [] }: SlotStatus): string[] {
+  const standby = `standby  ${standingBy.length > 0 ? standingBy.join(', ') : '(no candidate answered)'}`;
   if (holder === null || expiresAt === null || expiresIn === null) {
-    return [`slot     ${slot}`, 'holder   (none: the slot is free)', 'live     no'];
+    return [`slot     ${slot}`, 'holder   (none: the slot is free)', 'live     no', standby];
   }
   const when = stands(expiresIn) ? `in ${describeDuration(expiresIn)}` : `${describeDuration(-expiresIn)} ago`;
   return [
@@ -67,5 +74,6 @@ function statusLines({ slot, holder, term, expiresAt, expiresIn, live, length, a
           ? 'yes'
           : 'no: the lease has expired, any candidate may take the slot'
     }`,
+    standby,
   ];
 }

@@ -1,10 +1,10 @@
-import { Observable } from 'rxjs';
+import { distinctUntilChanged, map, Observable, shareReplay, switchMap } from 'rxjs';
 import { MAX_DELAY } from '../core/argument-check';
 import type { LeaderState } from '../surface/leader-state';
 import { observeLeader } from '../surface/observe-leader';
 import { errorText } from '../core/error-text';
 import { exitCode, integerOption, parseArguments } from './cli-arguments';
-import { openCliDatabase } from './cli-database';
+import { CliDatabase, openCliDatabase } from './cli-database';
 import { prometheusText } from './prometheus-text';
 import { timeOfDay } from './time-text';
 
@@ -22,7 +22,8 @@ export async function watchCommand(argv: readonly string[], print: (line: string
   if (!prometheus && !(await db.hasLeaseTable())) print(`(no candidate has campaigned on ${db.name} yet: waiting)`);
   return new Promise((resolve) => {
     let previous: LeaderState | undefined;
-    const subscription = observeLeader(db.source, { slot, pollEvery }).subscribe({
+    const leaders = observeLeader(db.source, { slot, pollEvery }).pipe(shareReplay({ bufferSize: 1, refCount: true }));
+    const subscription = leaders.subscribe({
       next: (state) => {
         if (prometheus) {
           // A whole exposition at each change, then a blank line. The lease's time left is
@@ -39,6 +40,9 @@ export async function watchCommand(argv: readonly string[], print: (line: string
         finish(exitCode.failed);
       },
     });
+    // Who stands by, after each change of hands: the names `handoff --to` takes.
+    if (!prometheus)
+      subscription.add(standbyLines(leaders, db, slot).subscribe((line) => print(`${timeOfDay(Date.now())}  slot ${slot}  ${line}`)));
     const stopping = stop.subscribe(() => finish(exitCode.ok));
     function finish(code: number) {
       subscription.unsubscribe();
@@ -49,6 +53,23 @@ export async function watchCommand(argv: readonly string[], print: (line: string
       );
     }
   });
+}
+
+/** How long `watch` waits for candidates to answer a roll call: their words take ms. */
+const rollCallWithin = 250;
+
+/**
+ * A line `standing by: a, b` at the start and after each change of hands, when the
+ * candidates that answer a roll call differ from those last said.
+ */
+function standbyLines(leaders: Observable<LeaderState>, db: CliDatabase, slot: number): Observable<string> {
+  return leaders.pipe(
+    distinctUntilChanged((before, now) => before.holder === now.holder && before.term === now.term),
+    switchMap(() => db.present(slot, rollCallWithin)),
+    map((present) => present.sort().join(', ')),
+    distinctUntilChanged(),
+    map((names) => `standing by: ${names || '(no candidate answered)'}`),
+  );
 }
 
 function describeChange(previous: LeaderState | undefined, { holder, term, expiresAt, advertised }: LeaderState): string {

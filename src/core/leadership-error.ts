@@ -30,9 +30,12 @@
  * - `HANDOFF_UNANSWERED`: {@link handOff}'s request was not acted on in time: the leader
  *   cannot hear requests (the original worker, an older version, notifications that do
  *   not reach it), or it is stalled.
+ * - `HANDOFF_NOT_STANDING`: {@link handOff}'s named successor did not answer as a standing
+ *   candidate of the slot (a misspelt holder, a process gone, or one that cannot hear words):
+ *   the leader was not asked, and nothing changed.
  * - `HANDOFF_NOT_TAKEN`: the leader handed over, but the named successor did not take the
- *   slot in its window (it is not a candidate of that slot, or not alive): another
- *   candidate leads now, or will once the window ends.
+ *   slot in its window (it died since it answered): another candidate leads now, or will
+ *   once the window ends.
  */
 export type LeadershipErrorCode =
   | 'LEASE_LOST'
@@ -49,6 +52,7 @@ export type LeadershipErrorCode =
   | 'HOLDER_IN_USE'
   | 'NO_LEADER'
   | 'HANDOFF_UNANSWERED'
+  | 'HANDOFF_NOT_STANDING'
   | 'HANDOFF_NOT_TAKEN';
 
 const transientCodes: ReadonlySet<LeadershipErrorCode> = new Set(['DATABASE_BUSY', 'DATABASE_ERROR']);

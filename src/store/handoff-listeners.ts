@@ -1,5 +1,5 @@
 import { addresseeOf } from './handoff-word';
-import type { ChangeOrigin, HandoffWord } from './lease-store';
+import { everybody, type ChangeOrigin, type HandoffWord } from './lease-store';
 
 type Listener = (word: HandoffWord, origin: ChangeOrigin) => void;
 
@@ -27,9 +27,9 @@ export class HandoffListeners {
     return this.listeners.size > 0;
   }
 
-  /** Tells `word`, which came from `origin`, to the listeners of its addressee. */
+  /** Tells `word`, which came from `origin`, to the listeners of its addressee (to all, for {@link everybody}). */
   deliver(word: HandoffWord, origin: ChangeOrigin): void {
     const addressee = addresseeOf(word);
-    for (const [listener, holder] of [...this.listeners]) if (holder === addressee) listener(word, origin);
+    for (const [listener, holder] of [...this.listeners]) if (addressee === everybody || holder === addressee) listener(word, origin);
   }
 }

@@ -1,4 +1,5 @@
-import type { HandoffWord } from './lease-store';
+import { ulid } from 'ulid';
+import { everybody, type HandoffWord } from './lease-store';
 
 const isSlot = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
 const isHolder = (value: unknown): value is string => typeof value === 'string' && value.length > 0;
@@ -16,9 +17,14 @@ export function handoffWordOf(text: string): HandoffWord | undefined {
     return undefined;
   }
   if (typeof word !== 'object' || word === null) return undefined;
-  const { kind, lease, slot, to, term } = word as Record<string, unknown>;
+  const { kind, lease, slot, to, term, replyTo, holder, heard } = word as Record<string, unknown>;
   if (kind === 'handed')
     return isSlot(slot) && isHolder(to) && Number.isSafeInteger(term) ? { kind, slot, to, term: term as number } : undefined;
+  if (kind === 'roll-call') {
+    if (!isSlot(slot) || !(to === everybody || isHolder(to)) || !isHolder(replyTo)) return undefined;
+    return Array.isArray(heard) && heard.every(isHolder) ? { kind, slot, to, replyTo, heard } : { kind, slot, to, replyTo };
+  }
+  if (kind === 'present') return isSlot(slot) && isHolder(to) && isHolder(holder) ? { kind, slot, to, holder } : undefined;
   if (kind !== 'asked' || typeof lease !== 'object' || lease === null) return undefined;
   const asked = lease as Record<string, unknown>;
   if (!isSlot(asked.slot) || !isHolder(asked.holder) || !Number.isSafeInteger(asked.term)) return undefined;
@@ -27,7 +33,19 @@ export function handoffWordOf(text: string): HandoffWord | undefined {
   return to === undefined ? { kind, lease: of } : { kind, lease: of, to };
 }
 
-/** Whom a word is for: the leader asked, or the successor handed the slot. */
+/** Whom a word is for: the leader asked, the successor handed the slot, the candidates called, the caller; {@link everybody} for all. */
 export function addresseeOf(word: HandoffWord): string {
   return word.kind === 'asked' ? word.lease.holder : word.to;
 }
+
+/** A fresh address for a roll call's answers (see `HandoffWord`): heard as a holder's words are. */
+export function rollCallAddress(): string {
+  return `${rollCallPrefix}${ulid()}`;
+}
+
+/** Whether `holder` is a roll call's address: a store may carry its answers another way than a holder's words. */
+export function isRollCallAddress(holder: string): boolean {
+  return holder.startsWith(rollCallPrefix);
+}
+
+const rollCallPrefix = 'roll-call-';

@@ -276,7 +276,9 @@ export interface Priorities {
  * Word about a handoff, heard by every candidate of every process that shares the store:
  * `asked`, the leader of `lease` is asked to hand its tenure to `to` (to anybody, without
  * it); `handed`, the tenure of `slot` was handed to `to`, which may take it at once: the
- * slot holds a window for `to` of term `term`, and `to`'s own tenure follows with a greater one.
+ * slot holds a window for `to` of term `term`, and `to`'s own tenure follows with a greater
+ * one; `roll-call`, the followers of `slot` that hear it (`to`, or every one when `to` is
+ * `''` (everybody: no holder is empty)) answer `present` to `replyTo`, saying who they are.
  */
 export type HandoffWord =
   | {
@@ -296,7 +298,32 @@ export type HandoffWord =
       readonly to: string;
       /** The window's term: the successor's own tenure has a greater one. */
       readonly term: number;
+    }
+  | {
+      /** Who stands for a slot: a question to its followers. */
+      readonly kind: 'roll-call';
+      /** Which slot. */
+      readonly slot: number;
+      /** The candidate asked, or `''` (everybody: no holder is empty). */
+      readonly to: string;
+      /** Where the answers go: an address of the asker's own, heard as a holder's words are. */
+      readonly replyTo: string;
+      /** Those already heard, who need not answer again (a call is made again while answers come in). */
+      readonly heard?: readonly string[];
+    }
+  | {
+      /** A follower's answer to a roll call: it stands for the slot. */
+      readonly kind: 'present';
+      /** Which slot it stands for. */
+      readonly slot: number;
+      /** The roll call's `replyTo`. */
+      readonly to: string;
+      /** The candidate that answers. */
+      readonly holder: string;
     };
+
+/** The addressee of a word for every candidate (a roll call of them all): no holder is empty. */
+export const everybody = '';
 
 /**
  * The `handoffs` capability: how a leader is asked to hand its tenure over, and how it
@@ -304,8 +331,12 @@ export type HandoffWord =
  * write, and only the leader it names, in that very tenure, acts on it.
  */
 export interface Handoffs {
-  /** Tells the leader of `lease` (every candidate hears it) to hand over to `to`, or to anybody. Best effort. */
-  ask(lease: Lease, to: string | undefined): Eventually<void>;
+  /**
+   * Sends `word` to its addressee (see `HandoffWord`): to the candidates of that holder in
+   * every process that shares the store, or to every candidate for `''` (everybody: no holder is empty). Best
+   * effort: a word may not arrive. Needs no right to write the lease table.
+   */
+  tell(word: HandoffWord): Eventually<void>;
   /**
    * Ends `lease` by writing the slot to `to` for `window` ms (a lease that `to` may take at
    * once, as its own row, and nobody else before it ends), then tells `to`. Only from the

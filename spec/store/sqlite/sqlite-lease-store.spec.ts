@@ -293,6 +293,37 @@ describe('SqliteLeaseStore', () => {
       }
     });
 
+    it('carry a roll call of everybody to every mailbox, and each answer through the mailbox of the one that answers', async () => {
+      const caller = sqliteLeaseStore(file.open());
+      const candidates = sqliteLeaseStore(file.open());
+      // Holders of every mailbox: a call to everybody must reach each.
+      const holders = Array.from({ length: 200 }, (_, i) => `candidate-${i}`);
+      const boxes = new Map(holders.map((holder) => [mailboxOf(holder), holder]));
+      expect(boxes.size).toBe(16);
+      const called = new Set<string>();
+      const stops = [...boxes.values()].map((holder) =>
+        candidates.watchHandoffs(holder, (word) => {
+          if (word.kind === 'roll-call') called.add(holder);
+        }),
+      );
+      const answers: string[] = [];
+      const stopAnswers = caller.watchHandoffs('roll-call-spec', (word) => word.kind === 'present' && answers.push(word.holder));
+      try {
+        caller.tell({ kind: 'roll-call', slot: 0, to: '', replyTo: 'roll-call-spec' });
+        await eventually('every mailbox called', () => called.size === 16);
+        // Two answers at once, from two mailboxes: neither overwrites the other.
+        const [first, second] = [...boxes.values()];
+        candidates.tell({ kind: 'present', slot: 0, to: 'roll-call-spec', holder: first });
+        candidates.tell({ kind: 'present', slot: 0, to: 'roll-call-spec', holder: second });
+        await eventually('both answers', () => answers.length === 2);
+        expect(answers.sort()).toEqual([first, second].sort());
+        expect(readFileSync(`${file.file}-leadership-handoff-${mailboxOf(first)}`, 'utf8')).toContain(`"holder":"${first}"`);
+      } finally {
+        stops.forEach((stop) => stop());
+        stopAnswers();
+      }
+    });
+
     it('reach another connection through the file, whole, a short word after a long one too', async () => {
       const asker = sqliteLeaseStore(file.open());
       const hearer = sqliteLeaseStore(file.open());
@@ -301,9 +332,9 @@ describe('SqliteLeaseStore', () => {
       const origins = new Set<string>();
       const stop = hearer.watchHandoffs(long, (word, origin) => (heard.push(word), origins.add(origin)));
       try {
-        asker.ask(lease(long, 7), long);
+        asker.tell({ kind: 'asked', lease: lease(long, 7), to: long });
         await eventually('the request', () => heard.length >= 1);
-        asker.ask(lease(long, 8), undefined);
+        asker.tell({ kind: 'asked', lease: lease(long, 8) });
         await eventually('the second request', () => heard.some((word) => (word as { lease: { term: number } }).lease.term === 8));
         expect(heard[0]).toEqual({ kind: 'asked', lease: lease(long, 7), to: long });
         expect(heard.at(-1)).toEqual({ kind: 'asked', lease: lease(long, 8) });
@@ -321,7 +352,7 @@ describe('SqliteLeaseStore', () => {
     const heard: Array<[string, string | undefined]> = [];
     const stop = store.watchHandoffs('b', (word, origin) => heard.push([word.kind, origin]));
     try {
-      store.ask(lease('b', 7), 'c');
+      store.tell({ kind: 'asked', lease: lease('b', 7), to: 'c' });
       expect(heard).toEqual([['asked', 'here']]);
     } finally {
       stop();

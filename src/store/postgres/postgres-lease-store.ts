@@ -270,9 +270,8 @@ export class PostgresLeaseStore
     return unlock === undefined ? Promise.resolve() : this.operation(unlock);
   }
 
-  /** Asks the leader of `lease` to hand over, by a notification: it needs no right on the table, only to connect. */
-  async ask(lease: Lease, to: string | undefined): Promise<void> {
-    const word: HandoffWord = to === undefined ? { kind: 'asked', lease } : { kind: 'asked', lease, to };
+  /** Sends a word about a handoff, by a notification: it needs no right on the table, only to connect. */
+  async tell(word: HandoffWord): Promise<void> {
     try {
       // Whoever listens here (handOff, for the successor's word) hears from now on.
       if (this.listeners.any || this.handoffListeners.any) await this.session.get();

@@ -1,7 +1,7 @@
 import type { FSWatcher } from 'node:fs';
-import { addresseeOf, handoffWordOf } from '../handoff-word';
+import { addresseeOf, handoffWordOf, isRollCallAddress } from '../handoff-word';
 import { HandoffListeners } from '../handoff-listeners';
-import type { ChangeOrigin, HandoffWord } from '../lease-store';
+import { everybody, type ChangeOrigin, type HandoffWord } from '../lease-store';
 import { SignalFile } from './signal-file';
 
 /**
@@ -12,6 +12,7 @@ import { SignalFile } from './signal-file';
  * come and go.
  */
 const mailboxCount = 16;
+const everyMailbox = [...Array(mailboxCount).keys()];
 
 type Listener = (word: HandoffWord, origin: ChangeOrigin) => void;
 
@@ -45,19 +46,33 @@ export class HandoffMailboxes {
     private readonly isOpen: () => boolean,
   ) {}
 
-  /** Sends `word` to its addressee, in this connection and through its mailbox's file. */
+  /**
+   * Sends `word` to its addressee, in this connection and through its mailbox's file; to
+   * every mailbox for {@link everybody}. A roll call's answer goes to the mailbox of the
+   * candidate that answers (its caller watches them all): answers that come at once then
+   * overwrite one another only when their candidates share a mailbox, where the last word
+   * written wins.
+   */
   tell(word: HandoffWord): void {
-    const box = this.box(mailboxOf(addresseeOf(word)));
-    box.listeners.deliver(word, 'here');
-    box.file?.signal(JSON.stringify(word));
+    const addressee = addresseeOf(word);
+    const indexes = addressee === everybody ? everyMailbox : [mailboxOf(word.kind === 'present' ? word.holder : addressee)];
+    for (const index of indexes) {
+      const box = this.box(index);
+      box.listeners.deliver(word, 'here');
+      box.file?.signal(JSON.stringify(word));
+    }
   }
 
-  /** Calls `listener` with every word addressed to `holder`. Returns the way to stop. */
+  /** Calls `listener` with every word addressed to `holder`, from every mailbox for a roll call's address. Returns the way to stop. */
   watch(holder: string, listener: Listener): () => void {
-    const box = this.box(mailboxOf(holder));
-    const remove = box.listeners.add(holder, listener);
-    this.watchFile(box);
-    return remove;
+    const indexes = isRollCallAddress(holder) ? everyMailbox : [mailboxOf(holder)];
+    const removers = indexes.map((index) => {
+      const box = this.box(index);
+      const remove = box.listeners.add(holder, listener);
+      this.watchFile(box);
+      return remove;
+    });
+    return () => removers.forEach((remove) => remove());
   }
 
   /** Watches again every mailbox whose watch went away (its file deleted, a failed watch): at each operation. */

@@ -263,13 +263,13 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
   }
 
   /**
-   * Asks the leader of `lease` to hand over: a word written to its mailbox's file (see
-   * `HandoffMailboxes`), never to the database, so a read-only connection may ask too.
+   * Sends a word about a handoff: written to its addressee's mailbox file (see
+   * `HandoffMailboxes`), never to the database, so a read-only connection may tell too.
    * Candidates of this connection hear it at once, the others through the file.
    */
-  ask(lease: Lease, to: string | undefined): void {
+  tell(word: HandoffWord): void {
     this.connection.run(() => undefined); // a closed connection says so
-    this.mailboxes.tell(to === undefined ? { kind: 'asked', lease } : { kind: 'asked', lease, to });
+    this.mailboxes.tell(word);
   }
 
   /**
