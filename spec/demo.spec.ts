@@ -8,8 +8,12 @@ describe('the demo', () => {
     // It takes about 20 s. Should it ever hang (it did twice in clean-clone CI runs, cause not
     // found), it is stopped before Jest's limit, so that what it printed shows in the failure.
     const stuck = setTimeout(() => demo.process.kill('SIGKILL'), 100_000);
+    let lastLineAt = 0;
+    demo.process.stdout!.on('data', () => (lastLineAt = Date.now()));
     const { code, output } = await demo.result();
     clearTimeout(stuck);
+    // It exits once it said all: no timer of its own keeps it (one kept it 5 s once).
+    expect(Date.now() - lastLineAt).toBeLessThan(3_000);
     expect({ code, output }).toEqual({ code: 0, output: expect.stringContaining('summary') });
     expect(output).toMatch(/without a leader after a graceful stop: \d+ ms/);
     // A killed leader is replaced before its lease ends; a paused one only after (never a negative figure).

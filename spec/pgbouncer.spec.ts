@@ -85,7 +85,7 @@ describe.each(['transaction', 'session'] as const)('observeLeadership through Pg
   });
 
   if (mode === 'transaction') {
-    it('finds that notifications cannot reach it, says so once for each store, its followers poll instead, and a handoff is unanswered', async () => {
+    it('finds that notifications cannot reach it, says so once for each store, its followers poll instead, and a handoff changes nothing', async () => {
       const candidates = ['a', 'b'].map(candidate);
       const first = await eventually('a leader', () => candidates.find((c) => c.leads()));
       const follower = candidates.find((c) => c !== first) as (typeof candidates)[number];
@@ -95,8 +95,13 @@ describe.each(['transaction', 'session'] as const)('observeLeadership through Pg
       expect(ownWarnings()).toHaveLength(2);
       expect(ownWarnings()[0]).toContain('poll instead');
       expect(follower.store.isWatching()).toBe(false);
-      // The request cannot reach the leader: nothing moves, and handOff says so.
-      await expect(handOff(follower.store, { to: follower.holder, within: 1_000 })).rejects.toMatchObject({ code: 'HANDOFF_UNANSWERED' });
+      // No word arrives: the named follower cannot answer that it stands by, nor the leader
+      // hear a request. Nothing moves, and handOff says which.
+      await expect(handOff(follower.store, { to: follower.holder, within: 1_000 })).rejects.toMatchObject({
+        code: 'HANDOFF_NOT_STANDING',
+        message: expect.stringContaining('No other standing candidate answered'),
+      });
+      await expect(handOff(follower.store, { within: 1_000 })).rejects.toMatchObject({ code: 'HANDOFF_UNANSWERED' });
       expect(first.leads()).toBeDefined();
       first.subscription.unsubscribe();
       await eventually('the follower leads', () => follower.leads());

@@ -95,7 +95,11 @@ export class WorkerProcess {
 /** Stops workers gracefully (SIGTERM: they release), then kills what is left after 5 s. */
 export async function stopWorkers(workers: WorkerProcess[]): Promise<void> {
   for (const worker of workers) worker.signal('SIGTERM');
-  await Promise.race([Promise.all(workers.map((w) => w.exited)), sleep(5_000)]);
+  // A timer of its own, cleared once they exited: left running, it would keep the caller's
+  // process alive for the rest of the 5 s (the demo's last line, then a wait).
+  let late: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([Promise.all(workers.map((w) => w.exited)), new Promise((resolve) => (late = setTimeout(resolve, 5_000)))]);
+  clearTimeout(late);
   for (const worker of workers) worker.signal('SIGKILL');
   await Promise.all(workers.map((w) => w.exited));
 }
