@@ -1,7 +1,7 @@
 /**
  * npm start: three worker processes elect a leader on a temporary database, and the demo
  * stops, kills and pauses leaders on a schedule, telling what happens as it happens and
- * measuring each failover. About 20 seconds, then a summary. Plain lines only, so that it
+ * measuring each failover. About 15 seconds, then a summary. Plain lines only, so that it
  * reads the same in a terminal and piped to a file.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
