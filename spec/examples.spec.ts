@@ -164,6 +164,12 @@ describe('examples', () => {
       started.push(example);
       return example;
     };
+    /** The example's lines without their time of day. */
+    const linesOf = (output: string) =>
+      output
+        .trimEnd()
+        .split('\n')
+        .map((line) => line.slice(14));
     /** The ms of the day a line of the example's output was logged at (its clock is this host's). */
     const loggedAt = (output: string, line: RegExp) => {
       const [, h, m, s, ms] = new RegExp(`^(\\d\\d):(\\d\\d):(\\d\\d)\\.(\\d{3}) {2}${line.source}`, 'm').exec(output)!;
@@ -178,10 +184,7 @@ describe('examples', () => {
       const [, job] = await leader.shows(/started (job \d+)/);
       leader.process.kill('SIGTERM');
       expect(await leader.exited).toBe(0);
-      const lines = leader.output
-        .trimEnd()
-        .split('\n')
-        .map((line) => line.slice(14));
+      const lines = linesOf(leader.output);
       const stopping = lines.indexOf(`stopping: no new job; waiting for ${job} (Ctrl-C again to cut it)`);
       expect(stopping).toBeGreaterThan(0);
       // Nothing starts once asked to stop; the job in flight finishes; the release comes last.
@@ -204,10 +207,7 @@ describe('examples', () => {
       await leader.shows(/stopping: no new job/);
       leader.process.kill('SIGINT');
       expect(await leader.exited).toBe(0);
-      const lines = leader.output
-        .trimEnd()
-        .split('\n')
-        .map((line) => line.slice(14));
+      const lines = linesOf(leader.output);
       expect(lines.slice(-3)).toEqual([`stopping now: cutting ${job}`, `cut ${job}`, 'released, exiting']);
       expect(count('SELECT count(*) FROM worker_leadership')).toBe(0);
       expect(count('SELECT count(*) FROM job_results')).toBe(Number(job.split(' ')[1]) - 1);

@@ -147,31 +147,17 @@ describe('whileLeader drains', () => {
     expect(log.slice(-3)).toEqual(['job 3 cut', 'released', 'ended']);
   });
 
-  it('cuts the jobs in flight at a second signal (Ctrl-C twice)', () => {
+  it.each([
+    ['a second signal (Ctrl-C twice)', 'e', '--------s-s'],
+    ['lost: a leader never acts past its belief', 'e---------l', '--------s'],
+  ])('cuts the jobs in flight at %s, and ends', (_, eventMarbles, drainMarbles) => {
     const scheduler = virtualTime();
     let state: ReturnType<typeof worker> | undefined;
     scheduler.run((helpers) => {
       const { hot, expectObservable, expectSubscriptions } = helpers;
       state = worker(scheduler, helpers);
-      const source = hot('e', events);
-      expectObservable(state.run(source, by.concatMap, { drainOn: hot('--------s-s') })).toBe('------a---|', { a: 1 });
-      expectSubscriptions(source.subscriptions).toBe('^---------!');
-    });
-    expect(state!.ended).toEqual([
-      [6, 'finished'],
-      [10, 'cut'],
-    ]);
-    expect(state!.log.slice(-3)).toEqual(['job 2 cut', 'released', 'ended']);
-  });
-
-  it('cuts the jobs in flight at lost, and ends: a leader never acts past its belief', () => {
-    const scheduler = virtualTime();
-    let state: ReturnType<typeof worker> | undefined;
-    scheduler.run((helpers) => {
-      const { hot, expectObservable, expectSubscriptions } = helpers;
-      state = worker(scheduler, helpers);
-      const source = hot('e---------l', events);
-      expectObservable(state.run(source, by.concatMap, { drainOn: hot('--------s') })).toBe('------a---|', { a: 1 });
+      const source = hot(eventMarbles, events);
+      expectObservable(state.run(source, by.concatMap, { drainOn: hot(drainMarbles) })).toBe('------a---|', { a: 1 });
       expectSubscriptions(source.subscriptions).toBe('^---------!');
     });
     expect(state!.ended).toEqual([
@@ -179,6 +165,7 @@ describe('whileLeader drains', () => {
       [10, 'cut'],
     ]);
     expect(state!.signals.map((signal) => signal.aborted)).toEqual([false, true]);
+    expect(state!.log.slice(-3)).toEqual(['job 2 cut', 'released', 'ended']);
   });
 
   it('ends at once when asked while nothing runs: a follower, or a leader between jobs', () => {
