@@ -4,7 +4,6 @@ import { leaderMetrics, leadershipMetrics } from '../src/surface/metrics';
 import { eventually } from '../test-kit/eventually';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
 
-
 // The health check as a probe reads it, fed with events as a campaign emits them.
 describe('leadershipHealth', () => {
   const candidate = { slot: 0, holder: 'a', renewEvery: 50, expiresAfter: 300, retryEvery: 50 };
