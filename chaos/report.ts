@@ -105,6 +105,42 @@ export function formatSummary(history: ChaosHistory, summary: ChaosSummary, resu
     ...result.violations.slice(0, 20).map((v) => `  ${v.check}: ${v.detail}`),
     result.violations.length > 20 ? `  ... and ${result.violations.length - 20} more (see the report)` : '',
     summary.violations === 0 ? 'no violations' : `${summary.violations} violation(s)`,
+    ...timelines(history, result),
   ];
   return lines.filter((line, i) => line !== '' || lines[i - 1] !== '').join('\n');
+}
+
+/**
+ * For each gap longer than allowed, what every process reported and every fault injected
+ * from a second before its fault to its end, on the monotonic clock, in ms from the run's
+ * start: what kept the slot leaderless shows in a failure's output, with no report to fetch.
+ */
+function timelines(history: ChaosHistory, result: CheckResult): string[] {
+  const start = Math.min(...history.records.map((r) => r.mono ?? Infinity));
+  const offset = (mono: number) => `${Math.round(mono - start)}`.padStart(7);
+  return result.outcomes
+    .filter((o) => o.gap > o.allowed && o.fault.mono !== undefined)
+    .flatMap(({ fault, gap }) => {
+      const [from, to] = [fault.mono! - 1_000, fault.mono! + gap + 200];
+      const faults = history.faults
+        .filter((f) => f.mono !== undefined && f.mono >= from && f.mono <= to)
+        .map((f) => ({
+          mono: f.mono!,
+          line:
+            `fault ${f.kind} on slot ${f.slot}${f.pid ? ` at pid ${f.pid}` : ''}${f.skipped ? ` (skipped: ${f.skipped})` : ''}` +
+            `${f.untilMono ? `, until ${offset(f.untilMono).trim()}` : ''}`,
+        }));
+      const reports = history.records
+        .filter((r) => r.mono !== undefined && r.mono >= from && r.mono <= to && !['tick', 'fenced-write'].includes(r.type))
+        .map((record) => {
+          // Without `at`, the wall clock's reading: the timeline is on the monotonic one.
+          const { mono, pid, worker, type, ...rest } = { ...record, at: undefined };
+          return { mono: mono!, line: `${worker ?? '?'} (${pid}) ${type} ${JSON.stringify(rest)}` };
+        });
+      return [
+        '',
+        `what happened around the ${fault.kind} on slot ${fault.slot} at ${offset(fault.mono!).trim()} ms:`,
+        ...[...faults, ...reports].sort((a, b) => a.mono - b.mono).map(({ mono, line }) => `${offset(mono)}  ${line}`),
+      ];
+    });
 }

@@ -3,7 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArguments } from '../../chaos/main';
+import { checkHistory } from '../../chaos/checker';
 import { ChaosHistory } from '../../chaos/orchestrator';
+import { formatSummary, summarize } from '../../chaos/report';
 
 const main = join(__dirname, '..', '..', 'build', 'chaos', 'main.js');
 
@@ -62,5 +64,33 @@ describe('chaos command line', () => {
     } finally {
       rmSync(folder, { recursive: true, force: true });
     }
+  });
+
+  it('prints what every process reported around a gap longer than allowed', () => {
+    const history: ChaosHistory = {
+      options: { processes: 2, duration: 6000, lease: 600, seed: 1, slots: 1, originalWorker: false },
+      timing: { renewEvery: 200, expiresAfter: 600, retryEvery: 120 },
+      startedAt: 0,
+      endedAt: 6000,
+      records: [
+        { pid: 1, at: 0, mono: 1000, type: 'elected', slot: 0, holder: 'a', term: 1, expiresAt: 600, monoExpiresAt: 1600 },
+        { pid: 2, at: 300, mono: 1300, type: 'error', slot: 0, holder: 'b', code: 'DATABASE_BUSY' },
+        { pid: 2, at: 5000, mono: 6000, type: 'elected', slot: 0, holder: 'b', term: 2, expiresAt: 5600, monoExpiresAt: 6600 },
+      ],
+      faults: [{ kind: 'kill', slot: 0, at: 100, mono: 1100, pid: 1, holder: 'a' }],
+      ledger: [],
+      final: { at: 6000, mono: 7000, rows: [{ slot: 0, holder: 'b', expiresAt: 5600 }], liveHolders: [{ slot: 0, holder: 'b' }] },
+    };
+    const result = checkHistory(history, { slack: 0 });
+    const output = formatSummary(history, summarize(history, result), result);
+    expect(output).toContain(
+      [
+        'what happened around the kill on slot 0 at 100 ms:',
+        '      0  ? (1) elected {"slot":0,"holder":"a","term":1,"expiresAt":600,"monoExpiresAt":1600}',
+        '    100  fault kill on slot 0 at pid 1',
+        '    300  ? (2) error {"slot":0,"holder":"b","code":"DATABASE_BUSY"}',
+        '   5000  ? (2) elected {"slot":0,"holder":"b","term":2,"expiresAt":5600,"monoExpiresAt":6600}',
+      ].join('\n'),
+    );
   });
 });
