@@ -316,7 +316,9 @@ describe.each(stores)('%s lease store', (_, open) => {
           const preferred = prioritized(`preferred-${round}`, 7);
           await eventually('the preference declared', declared(7));
           leader.subscription.unsubscribe();
-          await eventually('the preferred candidate elected', preferred.elected);
+          await eventually('the preferred candidate elected', preferred.elected, {
+            explain: () => ({ round, preferred: preferred.events, equals: equals.map((equal) => equal.events) }),
+          });
           await until(400); // past the others' window
           expect(equals.filter((equal) => equal.elected())).toEqual([]);
           [preferred, ...equals].forEach((candidate) => candidate.subscription.unsubscribe());
