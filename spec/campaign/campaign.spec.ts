@@ -346,6 +346,15 @@ describe('Campaign', () => {
       expect(at).toBeGreaterThanOrEqual(60);
     });
 
+    it('ends a tenure it handed over when stopped before the successor had its window, and leaves no timer behind', () => {
+      const scheduler = virtualTime();
+      const ended: Array<[number, Lease]> = [];
+      (powers.tenureProof as TenureProof).endTenure = (lease) => void ended.push([scheduler.now(), lease]);
+      // Handed over at 10; the proof would wait for retryEvery (50), but the campaign stops at 20.
+      askedToHandOver(scheduler, () => 2, { stopAt: 20 });
+      expect(ended).toEqual([[20, { slot: 0, holder: 'b', term: 1 }]]);
+    });
+
     it('releases the tenure it was handing over when stopped while the handover was still being tried', () => {
       const release = jest.spyOn(store, 'release');
       askedToHandOver(

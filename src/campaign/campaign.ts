@@ -51,6 +51,8 @@ export interface CampaignObserver {
 export class Campaign implements CampaignContext {
   phase: Phase = following();
   private timer: Subscription | undefined;
+  /** Tenures handed over, whose proof of end waits for their successor's window (see `stepAside`). */
+  private readonly endTenureLater = new Map<Subscription, Lease>();
   private stopHearingHandoffs: (() => void) | undefined;
   /** The one store operation in flight, and what waits for it. */
   readonly flights = new OneInFlight((error) => {
@@ -110,6 +112,11 @@ export class Campaign implements CampaignContext {
     this.phase = { name: 'stopped', left: phase };
     this.clearTimer();
     this.stopHearingHandoffs?.();
+    for (const [proof, lease] of this.endTenureLater) {
+      proof.unsubscribe();
+      this.powers.tenureProof?.endTenure(lease);
+    }
+    this.endTenureLater.clear();
     this.flights.whenSettled(this.withdraw);
   }
 
@@ -185,7 +192,12 @@ export class Campaign implements CampaignContext {
           if (sittingOut.activity.name === 'sitting-out') sittingOut.activity.after = ended;
           // The old tenure's proof of end waits for the window (see `Handoffs.handOver`): no
           // standby rushes for the write lock that the successor needs.
-          this.scheduler.schedule(() => this.powers.tenureProof?.endTenure(lease), this.timing.retryEvery);
+          // Stopped meanwhile, it ends at once (see `stop`): no timer outlives the campaign.
+          const proof = this.scheduler.schedule(() => {
+            this.endTenureLater.delete(proof);
+            this.powers.tenureProof?.endTenure(lease);
+          }, this.timing.retryEvery);
+          this.endTenureLater.set(proof, lease);
         } else {
           // Released, or given up: the tenure is over, and followers may prove it at once.
           this.powers.tenureProof?.endTenure(lease);

@@ -6,7 +6,6 @@
  * words about handoffs in handoff-mailboxes.ts.
  */
 import type { Database, Statement, Transaction } from 'better-sqlite3';
-import type { FSWatcher } from 'node:fs';
 import { argumentError } from '../../core/argument-check';
 import { LeadershipError } from '../../core/leadership-error';
 import { Lease } from '../../core/leadership-event';
@@ -36,10 +35,8 @@ import { ChangeListeners } from '../change-listeners';
 import { toLeadershipError } from './sqlite-error';
 import { installSqliteSchema } from './sqlite-schema';
 import { readText, statementText } from './sqlite-statements';
-import { SignalFile } from './signal-file';
-import { HandoffMailboxes } from './handoff-mailboxes';
 import { canonicalPath, SqliteConnection } from './sqlite-connection';
-import { TenureEndpoints } from './tenure-endpoints';
+import { EndpointPort, fileSideChannels, MailboxPort, SignalPort, SqliteSideChannels } from './side-channels';
 import { asBetterSqlite3 } from './sqlite-driver';
 import type { SqliteDatabaseLike } from './sqlite-database-like';
 
@@ -175,21 +172,26 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
     () => this.startWatching(),
     () => this.stopWatching(),
   );
-  private watcher: FSWatcher | undefined;
+  private watcher: { close(): void } | undefined;
   /** Where releases and elections are signalled to other processes; none for a database in memory. */
-  private readonly signalFile: SignalFile | undefined;
+  private readonly signalFile: SignalPort | undefined;
   /** How followers on this host learn at once that a leader's process is gone; none in memory. */
-  private readonly endpoints: TenureEndpoints | undefined;
+  private readonly endpoints: EndpointPort | undefined;
   /** Where words about handoffs go, to this connection's candidates and to other processes. */
-  private readonly mailboxes: HandoffMailboxes;
+  private readonly mailboxes: MailboxPort;
 
-  /** @internal Made by {@link sqliteLeaseStore}, one per connection. */
-  constructor(private readonly db: Database) {
+  /**
+   * @internal Made by {@link sqliteLeaseStore}, one per connection, with the files and
+   * sockets beside the database as its side channels; the simulator gives its own.
+   */
+  constructor(
+    private readonly db: Database,
+    channels: SqliteSideChannels = fileSideChannels(db.memory ? undefined : canonicalPath(db.name), () => db.open),
+  ) {
     this.connection = new SqliteConnection(db);
-    const file = db.memory ? undefined : canonicalPath(db.name);
-    this.signalFile = file === undefined ? undefined : new SignalFile(file);
-    this.endpoints = file === undefined ? undefined : new TenureEndpoints(file);
-    this.mailboxes = new HandoffMailboxes(file, () => db.open);
+    this.signalFile = channels.signals;
+    this.endpoints = channels.endpoints;
+    this.mailboxes = channels.mailboxes;
   }
 
   /**
