@@ -135,6 +135,19 @@ describe('the tools', () => {
     expect(wrong).toEqual([]);
   });
 
+  it('leave sim/ to the simulator: it alone drives src/ (its seams), and nothing but its specs imports it', () => {
+    const fromSim = [...tools, 'src'].flatMap((folder) =>
+      readdirSync(join(root, folder), { recursive: true })
+        .map(String)
+        .filter((name) => name.endsWith('.ts') && /from '(?:\.\.\/)+sim\//.test(readFileSync(join(root, folder, name), 'utf8')))
+        .map((name) => `${folder}/${name}`),
+    );
+    expect(fromSim).toEqual([]);
+    expect(readdirSync(join(root, 'sim')).some((name) => /from '\.\.\/src\//.test(readFileSync(join(root, 'sim', name), 'utf8')))).toBe(
+      true,
+    );
+  });
+
   it('share their kit from test-kit/, and leave chaos/ to the harness', () => {
     const fromChaos = ['test-kit', 'bench', 'demo'].flatMap((folder) =>
       readdirSync(join(root, folder))

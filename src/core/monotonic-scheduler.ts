@@ -117,8 +117,24 @@ const clockNames = new WeakMap<SchedulerLike, string>();
  */
 export function readClocks(scheduler: SchedulerLike = monotonicScheduler): ClockReading {
   if (scheduler === monotonicScheduler) return { clock: hostClock.name, now: hostClock.now(), wall: Date.now() };
+  if (isClocked(scheduler)) return scheduler.readClocks();
   let clock = clockNames.get(scheduler);
   if (clock === undefined) clockNames.set(scheduler, (clock = `scheduler ${ulid()}`));
   const now = scheduler.now();
   return { clock, now, wall: now };
+}
+
+/**
+ * @internal A scheduler that reads clocks of its own, as the simulator's processes do: `now()`
+ * on a host's monotonic clock that its other processes share (named in `readClocks().clock`),
+ * and a wall clock of the process's own, which may step. Any other scheduler's `now()`
+ * serves as both, under a name of its own (see {@link readClocks}).
+ */
+export interface ClockedScheduler extends SchedulerLike {
+  /** Both clocks, read at once; `now` is `now()`. */
+  readClocks(): ClockReading;
+}
+
+function isClocked(scheduler: SchedulerLike): scheduler is ClockedScheduler {
+  return typeof (scheduler as Partial<ClockedScheduler>).readClocks === 'function';
 }

@@ -1,0 +1,124 @@
+/**
+ * What a simulated run must never show, judged on true time: two beliefs of one slot at the
+ * same instant, a term that does not grow, a stream that ended, a slot left without a
+ * leader once the faults stopped.
+ */
+import type { SimHistory, SimRecord } from './world';
+
+export interface SimViolation {
+  check: 'overlap' | 'term-order' | 'terminated' | 'liveness';
+  detail: string;
+  /** True time at which it shows. */
+  at: number;
+}
+
+interface Belief {
+  process: string;
+  holder: string;
+  slot: number;
+  term: number;
+  start: number;
+  end: number;
+}
+
+export interface SimOutcome {
+  violations: SimViolation[];
+  /** Elections after a slot's first: each a change of tenure. */
+  failovers: number;
+}
+
+export function checkRun(history: SimHistory): SimOutcome {
+  const violations: SimViolation[] = [];
+  const beliefs = beliefsOf(history.records, history.endedAt);
+  for (let slot = 0; slot < history.options.slots; slot++) {
+    const ofSlot = beliefs.filter((b) => b.slot === slot).sort((a, b) => a.start - b.start);
+    for (let i = 0; i < ofSlot.length; i++) {
+      for (let j = i + 1; j < ofSlot.length && ofSlot[j].start < ofSlot[i].end; j++) {
+        const [a, b] = [ofSlot[i], ofSlot[j]];
+        if (a.term === b.term && a.holder === b.holder) continue;
+        violations.push({
+          check: 'overlap',
+          at: b.start,
+          detail: `slot ${slot}: ${b.holder} (term ${b.term}) believed from ${ms(b.start)} while ${a.holder} (term ${a.term}) believed until ${ms(a.end)}`,
+        });
+      }
+    }
+    const elections = history.records.filter((r) => r.kind === 'event' && r.type === 'elected' && r.slot === slot);
+    elections.forEach((e, i) => {
+      if (i > 0 && (e.term as number) <= (elections[i - 1].term as number)) {
+        violations.push({
+          check: 'term-order',
+          at: e.at,
+          detail: `slot ${slot}: term ${e.term} elected after term ${elections[i - 1].term}`,
+        });
+      }
+    });
+    // Once the faults stopped and the slot had time to settle, a live candidate leads it at the end.
+    const leadsAtEnd = ofSlot.some((b) => b.end >= history.endedAt && history.live.some((l) => l.process === b.process));
+    if (!leadsAtEnd && history.live.length > 0) {
+      violations.push({
+        check: 'liveness',
+        at: history.endedAt,
+        detail: `slot ${slot}: no leader at the end, ${ms(history.endedAt - history.quietFrom)} after the last fault`,
+      });
+    }
+  }
+  for (const r of history.records) {
+    if (r.kind === 'error') violations.push({ check: 'terminated', at: r.at, detail: `${r.process} slot ${r.slot}: ${r.detail}` });
+  }
+  const failovers = history.records.filter((r) => r.kind === 'event' && r.type === 'elected').length - history.options.slots;
+  return { violations: violations.sort((a, b) => a.at - b.at), failovers: Math.max(0, failovers) };
+}
+
+/**
+ * Each tenure's belief: from `elected` to the earliest of its `lost`, its deadline (moved by
+ * each renewal that came before it), its process's death, its stream's end.
+ */
+function beliefsOf(records: SimRecord[], endedAt: number): Belief[] {
+  const open = new Map<string, Belief & { deadline: number }>();
+  const beliefs: Belief[] = [];
+  const close = (key: string, at: number) => {
+    const belief = open.get(key);
+    if (!belief) return;
+    open.delete(key);
+    beliefs.push({ ...belief, end: Math.min(at, belief.deadline) });
+  };
+  for (const r of records) {
+    // Killed, its candidates believe nothing any more; unsubscribed, they end without a word.
+    if (r.kind === 'fault' && (r.type === 'kill' || r.type === 'unsubscribe')) {
+      for (const [key, belief] of open) if (belief.process === r.process) close(key, r.at);
+      continue;
+    }
+    if (r.kind !== 'event' || r.slot === undefined) continue;
+    const key = `${r.process} ${r.slot}`;
+    if (r.type === 'elected') {
+      close(key, r.at);
+      open.set(key, {
+        process: r.process,
+        holder: r.holder as string,
+        slot: r.slot,
+        term: r.term as number,
+        start: r.at,
+        end: r.at,
+        deadline: r.deadline as number,
+      });
+    } else if (r.type === 'renewed') {
+      const belief = open.get(key);
+      if (!belief) continue;
+      if (r.at > belief.deadline) {
+        // Renewed after its lease ran out (paused meanwhile): the store found nobody took the
+        // slot, so the tenure goes on; the belief ended at the deadline and starts again here.
+        close(key, belief.deadline);
+        open.set(key, { ...belief, start: r.at, end: r.at, deadline: r.deadline as number });
+      } else belief.deadline = r.deadline as number;
+    } else if (r.type === 'lost') {
+      close(key, r.at);
+    }
+  }
+  for (const key of [...open.keys()]) close(key, endedAt);
+  return beliefs;
+}
+
+export function ms(value: number): string {
+  return `${value.toFixed(1)} ms`;
+}

@@ -1,0 +1,99 @@
+/**
+ * The SQLite store's side channels (src/store/sqlite/side-channels.ts) between the simulated
+ * processes of one file, as events on the timeline: a signal reaches each watcher, a word
+ * each other process, a tenure's end each follower that reached its endpoint, each after a
+ * delay drawn from the run's seed. A process killed closes its endpoints, as the kernel does.
+ */
+import { Lease } from '../src/core/leadership-event';
+import { HandoffListeners } from '../src/store/handoff-listeners';
+import type { TenureWatch } from '../src/store/lease-store';
+import type { SqliteSideChannels } from '../src/store/sqlite/side-channels';
+import type { SimProcessClock, Timeline } from './timeline';
+
+interface Endpoint {
+  readonly owner: SimProcessClock;
+  readonly watchers: Map<() => void, SimProcessClock>;
+}
+
+const key = ({ slot, holder, term }: Lease) => `${slot} ${term} ${holder}`;
+
+export class SimChannels {
+  private readonly signalWatchers = new Map<() => void, SimProcessClock>();
+  private readonly words: Array<{ owner: SimProcessClock; listeners: HandoffListeners }> = [];
+  private readonly endpoints = new Map<string, Endpoint>();
+
+  constructor(
+    private readonly timeline: Timeline,
+    /** How long a signal, a word or a proof takes to arrive, drawn at each. */
+    private readonly delay: () => number,
+  ) {}
+
+  /** The side channels of one process's connection. */
+  of(owner: SimProcessClock): SqliteSideChannels {
+    const listeners = new HandoffListeners();
+    this.words.push({ owner, listeners });
+    return {
+      signals: {
+        create: () => undefined,
+        signal: () => {
+          for (const [watcher, watcherOwner] of this.signalWatchers) this.timeline.at(this.delay(), watcher, watcherOwner);
+        },
+        watch: (onSignal) => {
+          this.signalWatchers.set(onSignal, owner);
+          return { close: () => this.signalWatchers.delete(onSignal) };
+        },
+      },
+      mailboxes: {
+        tell: (word) => {
+          for (const other of this.words) {
+            if (other.listeners === listeners) other.listeners.deliver(word, 'here');
+            else this.timeline.at(this.delay(), () => other.listeners.deliver(word, 'anywhere'), other.owner);
+          }
+        },
+        watch: (holder, listener) => listeners.add(holder, listener),
+        rewatch: () => undefined,
+      },
+      endpoints: {
+        openFor: (lease) => void this.endpoints.set(key(lease), { owner, watchers: new Map() }),
+        closeFor: (lease) => this.close(key(lease)),
+        removeLeftover: () => undefined,
+        descriptorOf: () => undefined,
+        watch: (lease, onEnded) => this.watch(key(lease), owner, onEnded),
+      },
+    };
+  }
+
+  /** The kernel closes every endpoint of a process that dies. */
+  killed(owner: SimProcessClock): void {
+    for (const [name, endpoint] of this.endpoints) if (endpoint.owner === owner) this.close(name);
+  }
+
+  private close(name: string): void {
+    const endpoint = this.endpoints.get(name);
+    if (endpoint === undefined) return;
+    this.endpoints.delete(name);
+    for (const [watcher, follower] of endpoint.watchers) this.timeline.at(this.delay(), watcher, follower);
+  }
+
+  /** A follower reaches the endpoint if it is open: then its end is proven to it; else nothing is. */
+  private watch(name: string, follower: SimProcessClock, onEnded: () => void): TenureWatch {
+    const endpoint = this.endpoints.get(name);
+    if (endpoint === undefined) return { watching: false, close: () => undefined };
+    let watching = true;
+    const ended = () => {
+      if (!watching) return;
+      watching = false;
+      onEnded();
+    };
+    endpoint.watchers.set(ended, follower);
+    return {
+      get watching() {
+        return watching;
+      },
+      close: () => {
+        watching = false;
+        endpoint.watchers.delete(ended);
+      },
+    };
+  }
+}
