@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { concatMap, interval, map, take, timer } from 'rxjs';
-import { LeadershipEvent, observeLeadership, sqliteLeaseStore, StartJob, whileLeader } from '../src';
+import { AcquireResult, LeadershipEvent, LeaseStore, observeLeadership, sqliteLeaseStore, StartJob, whileLeader } from '../src';
 import { originalStatements, originalTable } from '../test-kit/original-statements';
 import { pausableClock, virtualTime } from './support/virtual-time';
 import { temporaryDatabase, TemporaryDatabase } from './support/temporary-database';
@@ -419,6 +419,61 @@ describe('observeLeadership', () => {
       expectObservable(a, '^ 4ms !').toBe('#', undefined, failedWith('HOLDER_IN_USE'));
       expectObservable(a, '5ms ^ 4ms !').toBe('5ms a', { a: elected('a', 2, 35) });
     });
+  });
+
+  it('starts a subscription of a holder only once the last acquisition of the one it follows settled (found by the simulator)', () => {
+    // npm run simulate, seed 356: a candidate resubscribed with its holder while its
+    // acquisition was on its way; that one then took the slot from the new subscription
+    // (held by the same holder), and released it as it withdrew; another took the slot while
+    // the new one still believed it led.
+    const scheduler = virtualTime();
+    const sqlite = sqliteLeaseStore(db);
+    // A store across a network: each statement runs some ms after it was sent, its answer comes later still.
+    const delays: Array<[number, number]> = [
+      [8, 0], // the first subscription's acquisition: run at 8, answered at once
+      [5, 18], // the next one's: run 5 ms after it was sent, answered 18 ms after that
+    ];
+    const across: LeaseStore = {
+      clock: sqlite.clock,
+      look: (...args) => sqlite.look(...args),
+      acquire: (...args) => {
+        const [run, answer] = delays.shift() ?? [0, 0];
+        return {
+          then: ((onResult: (value: AcquireResult) => void) => {
+            scheduler.schedule(() => {
+              const result = sqlite.acquire(...args);
+              scheduler.schedule(() => onResult(result), answer);
+            }, run);
+          }) as PromiseLike<AcquireResult>['then'],
+        };
+      },
+      renew: (...args) => sqlite.renew(...args),
+      release: (...args) => sqlite.release(...args),
+    };
+    const seen: string[] = [];
+    const record = (who: string) => (event: LeadershipEvent) =>
+      seen.push(`${scheduler.now()} ${who} ${event.type}${'term' in event ? ` ${event.term}` : ''}`);
+    scheduler.run(() => {
+      const first = observeLeadership(across, { ...timing, holder: 'h', scheduler }).subscribe(record('first'));
+      scheduler.schedule(() => {
+        first.unsubscribe();
+        observeLeadership(across, { ...timing, holder: 'h', scheduler })
+          .pipe(take(2))
+          .subscribe(record('next'));
+      }, 2);
+      scheduler.schedule(
+        () =>
+          observeLeadership(db, { ...timing, holder: 'c', scheduler })
+            .pipe(take(1))
+            .subscribe(record('c')),
+        20,
+      );
+      scheduler.schedule(() => undefined, 100);
+    });
+    // The next subscription sent its acquisition once the first's was answered (at 8): the
+    // slot was free again then (released at once), and stayed its own; `c` waited for its
+    // release (after its renewal, take(2)). Before the fix: '20 c elected 3', '25 next elected 1'.
+    expect(seen).toEqual(['31 next elected 2', '34 next renewed 2', '34 c elected 3']);
   });
 
   it('ends with DATABASE_CLOSED when the database is closed before subscribe', () => {

@@ -53,6 +53,9 @@ export class Campaign implements CampaignContext {
   private timer: Subscription | undefined;
   /** Tenures handed over, whose proof of end waits for their successor's window (see `stepAside`). */
   private readonly endTenureLater = new Map<Subscription, Lease>();
+  /** Whether the withdrawal after `stop` was made, and who waits for it. */
+  private withdrawn = false;
+  private readonly whenWithdrawn: Array<() => void> = [];
   private stopHearingHandoffs: (() => void) | undefined;
   /** The one store operation in flight, and what waits for it. */
   readonly flights = new OneInFlight((error) => {
@@ -104,9 +107,15 @@ export class Campaign implements CampaignContext {
 
   /**
    * Stops the timer, then releases the lease if this candidate leads, at once or as soon as
-   * the operation in flight settles (an acquisition in flight may yet win). Never throws.
+   * the operation in flight settles (an acquisition in flight may yet win); then `settled`
+   * (an acquisition answered after it would have taken the slot from whoever campaigns next
+   * as this holder). Never throws.
    */
-  stop(): void {
+  stop(settled?: () => void): void {
+    if (settled !== undefined) {
+      if (this.withdrawn) settled();
+      else this.whenWithdrawn.push(settled);
+    }
     const { phase } = this;
     if (phase.name === 'stopped') return;
     this.phase = { name: 'stopped', left: phase };
@@ -117,7 +126,14 @@ export class Campaign implements CampaignContext {
       this.powers.tenureProof?.endTenure(lease);
     }
     this.endTenureLater.clear();
-    this.flights.whenSettled(this.withdraw);
+    this.flights.whenSettled(() => {
+      try {
+        this.withdraw();
+      } finally {
+        this.withdrawn = true;
+        for (const settled of this.whenWithdrawn.splice(0)) settled();
+      }
+    });
   }
 
   /**

@@ -35,7 +35,8 @@ export interface LeadershipConfig {
    * Who this candidate is, stored in the lease row. It must be unique among live
    * candidates of a slot: two candidates with one holder would both lead. Two live
    * subscriptions of one process with the same database, slot and holder are refused
-   * (`HOLDER_IN_USE`); across processes, that is up to you.
+   * (`HOLDER_IN_USE`); one that follows an unsubscribed one starts once that one's last
+   * operation was answered. Across processes, that is up to you.
    * @default a fresh ULID for each subscription
    */
   holder?: string;

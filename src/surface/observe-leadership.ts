@@ -4,7 +4,7 @@ import { Observable, Subscriber, Subscription } from 'rxjs';
 import { ulid } from 'ulid';
 import { Campaign, CampaignObserver } from '../campaign/campaign';
 import { monotonicScheduler } from '../core/monotonic-scheduler';
-import { enrollBeliever, enrollCandidate } from './candidate-registry';
+import { enrollBeliever, enrollCandidate, Enrolment } from './candidate-registry';
 import { expectAdvertised, LeadershipConfig, resolveLeadershipConfig } from './leadership-config';
 import { beginAll, CandidateRecording } from './instrument';
 import { LeadershipEvent } from '../core/leadership-event';
@@ -56,9 +56,9 @@ export function observeLeadership(db: SqliteDatabaseLike | LeaseStore, config?: 
 
   return new Observable<LeadershipEvent>((subscriber) => {
     const holder = fixedHolder ?? ulid();
-    let withdraw: () => void;
+    let enrolment: Enrolment;
     try {
-      withdraw = enrollCandidate(store, slot, holder);
+      enrolment = enrollCandidate(store, slot, holder);
     } catch (error) {
       subscriber.error(error);
       return;
@@ -74,13 +74,15 @@ export function observeLeadership(db: SqliteDatabaseLike | LeaseStore, config?: 
     subscriber.add(() => {
       steppingDown?.unsubscribe();
       advertising?.unsubscribe();
-      campaign.stop();
+      enrolment.stopping();
+      campaign.stop(() => enrolment.left());
       leave();
-      withdraw();
       recording?.end();
     });
     // A notifier that failed at once ended the stream already: nothing to start.
-    if (!subscriber.closed) campaign.start();
+    enrolment.whenFree(() => {
+      if (!subscriber.closed) campaign.start();
+    });
   });
 }
 
