@@ -317,7 +317,7 @@ describe.each(stores)('%s lease store', (_, open) => {
           await eventually('the preference declared', declared(7));
           leader.subscription.unsubscribe();
           await eventually('the preferred candidate elected', preferred.elected, {
-            explain: () => ({ round, preferred: preferred.events, equals: equals.map((equal) => equal.events) }),
+            explain: () => ({ round, leader: leader.events, preferred: preferred.events, equals: equals.map((equal) => equal.events) }),
           });
           await until(400); // past the others' window
           expect(equals.filter((equal) => equal.elected())).toEqual([]);

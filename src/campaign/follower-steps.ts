@@ -146,6 +146,10 @@ export class FollowerSteps {
     if (follower.name !== 'following') return;
     // This attempt replaces whatever was due: a poll must not follow it once it is answered.
     campaign.clearTimer();
+    // Others let it go first from its declaration on: it hears a release from then on too,
+    // not only once its standby place is answered (a release in between left the slot to
+    // the others, which waited retryEvery for it, while it polled).
+    if (this.preferred()) this.listen(follower, true);
     this.declarePriority();
     if (this.putOff(follower, waitForLock)) return;
     follower.activity = { name: 'acquiring', changedMeanwhile: false };
