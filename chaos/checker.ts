@@ -168,7 +168,7 @@ export function checkHistory(given: ChaosHistory, { slack = 1_000 }: CheckOption
   const outcomes = faults
     .filter((fault) => !fault.skipped)
     .map((fault) => {
-      const allowed = allowance(fault, timing.expiresAfter, retryBound);
+      const allowed = allowance(fault, timing.expiresAfter, retryBound) + untilSomeoneCampaigns(fault, records);
       const gap = leaderlessGap(fault, segments, history.final.at, allowed);
       if (gap > allowed)
         flag('liveness', `slot ${fault.slot}: ${gap} ms without a leader after ${fault.kind} at ${fault.at} (allowed ${allowed} ms)`);
@@ -250,6 +250,29 @@ function allowance(fault: FaultRecord, expiresAfter: number, retryBound: number)
     'clock-step': retryBound,
   };
   return byKind[fault.kind];
+}
+
+/**
+ * How long after `fault` the slot had no process campaigning for it but the one the fault
+ * hit: 0 if another was campaigning, else until one subscribed (a victim of an earlier kill
+ * starting again; a Node.js process takes seconds to start on a machine busy with other
+ * builds). Nobody can take a slot before then, whatever the library does: seen in a CI
+ * rehearsal, where every candidate was killed with its standbys and the original worker,
+ * the only process left, was then killed too; the next candidate subscribed 3.4 s later.
+ */
+function untilSomeoneCampaigns(fault: FaultRecord, records: WorkerRecord[]): number {
+  const spans = new Map<number, { start: number; end: number; slots: number | undefined }>();
+  for (const r of records) {
+    if (r.type === 'subscribed' && !spans.has(r.pid))
+      spans.set(r.pid, { start: r.at, end: Infinity, slots: r.worker === 'original' ? (r.slot ?? 0) : undefined });
+    const span = spans.get(r.pid);
+    if (r.type === 'killed' && span) span.end = Math.min(span.end, r.at);
+  }
+  const forSlot = [...spans.entries()].filter(([, span]) => span.slots === undefined || span.slots === fault.slot);
+  const others = forSlot.filter(([pid]) => pid !== fault.pid).map(([, span]) => span);
+  if (others.some((span) => span.start <= fault.at && span.end > fault.at)) return 0;
+  const next = others.filter((span) => span.start > fault.at).sort((a, b) => a.start - b.start)[0];
+  return next === undefined ? 0 : next.start - fault.at;
 }
 
 /**

@@ -21,7 +21,10 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
   const start = (count: number, options: Partial<WorkerOptions> = {}, launcher: string[] = []) =>
     Array.from({ length: count }, () => processes.start('candidate', { ...defaults, ...options }, launcher));
   /** The end of the last lease that `worker` wrote, by its own reports. */
-  const lastExpiry = (worker: ChildWorker) => Math.max(...worker.records.filter((r) => r.expiresAt).map((r) => r.expiresAt!));
+  // On the host's monotonic clock, which every process reads alike: each process's own
+  // clock (its expiresAt) and Date.now() (a record's `at`) drift apart by a few ms, which
+  // made an election 15 ms after the lease's end read as 2 ms before it (Node.js 24, CI).
+  const lastExpiry = (worker: ChildWorker) => Math.max(...worker.records.filter((r) => r.monoExpiresAt).map((r) => r.monoExpiresAt!));
   const noOverlap = () => expect(overlappingBeliefs(processes.history())).toEqual([]);
 
   it('replaces a killed leader long before its lease ends (the default 60 s lease)', () =>
@@ -35,7 +38,7 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
 
       const elected = second.last('elected')!;
       expect(elected.at - killedAt).toBeLessThan(10_000); // generous: the lease had ~60 s left
-      expect(elected.at).toBeLessThan(lastExpiry(first) - 40_000);
+      expect(elected.mono!).toBeLessThan(lastExpiry(first) - 40_000);
       expect(elected.term).toBeGreaterThan(first.last('elected')!.term!);
       noOverlap();
       // The new leader's followers watch it in turn: the next crash is seen as quickly.
@@ -53,14 +56,14 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
         first.signal('SIGKILL');
         const second = await leaderAmong(candidates.filter((w) => w !== first));
         // On proof of death, no lock-delay: well before the dead leader's lease even ended.
-        expect(second.last('elected')!.at).toBeLessThan(lastExpiry(first));
+        expect(second.last('elected')!.mono!).toBeLessThan(lastExpiry(first));
         await eventually('the follower watching the new leader', () => watcherCount(processes.database.file) === 1);
         second.signal('SIGSTOP');
         await eventually('the leader stopped', () => second.stopped);
         const [third] = candidates.filter((w) => w !== first && w !== second);
         await leaderAmong([third]);
         // Alive but silent: its lease ran out, then the lock-delay, before anyone said elected.
-        expect(third.last('elected')!.at).toBeGreaterThanOrEqual(lastExpiry(second) + timing.lockDelay);
+        expect(third.last('elected')!.mono!).toBeGreaterThanOrEqual(lastExpiry(second) + timing.lockDelay);
         second.signal('SIGCONT');
         await eventually('the stopped leader’s loss', () => second.find('lost'));
         noOverlap();
@@ -78,7 +81,7 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
         await eventually('the follower watching the leader across namespaces', () => watcherCount(processes.database.file) === 1);
         first.signal('SIGKILL');
         await leaderAmong([second]);
-        expect(second.last('elected')!.at).toBeLessThan(lastExpiry(first) - 40_000);
+        expect(second.last('elected')!.mono!).toBeLessThan(lastExpiry(first) - 40_000);
         noOverlap();
       } finally {
         namespace.remove();
@@ -115,7 +118,7 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
         await thread.terminate();
         await leaderAmong([follower]);
         expect(follower.last('elected')!.at - terminatedAt).toBeLessThan(10_000);
-        expect(follower.last('elected')!.at).toBeLessThan(Math.max(...events.map((event) => event.expiresAt ?? 0)) - 40_000);
+        expect(follower.last('elected')!.mono!).toBeLessThan(Math.max(...events.map((event) => event.expiresAt ?? 0)) - 40_000);
       } finally {
         await thread.terminate();
       }
@@ -129,7 +132,7 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
       first.signal('SIGSTOP');
       await eventually('the leader stopped', () => first.stopped);
       const second = await leaderAmong(candidates.filter((w) => w !== first));
-      expect(second.last('elected')!.at).toBeGreaterThan(lastExpiry(first));
+      expect(second.last('elected')!.mono!).toBeGreaterThan(lastExpiry(first));
       first.signal('SIGCONT');
       await eventually('the old leader’s loss', () => first.find('lost'));
       noOverlap();
@@ -146,7 +149,7 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
       expect(candidates.filter((w) => w.leads)).toEqual([first]);
       first.signal('SIGKILL');
       const second = await leaderAmong(candidates.filter((w) => w !== first));
-      expect(second.last('elected')!.at).toBeLessThan(lastExpiry(first) - 40_000);
+      expect(second.last('elected')!.mono!).toBeLessThan(lastExpiry(first) - 40_000);
       noOverlap();
     }));
 
@@ -159,7 +162,7 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
       await eventually('the leader inside its transaction', () => first.find('fenced-hang'));
       first.signal('SIGKILL');
       const second = await leaderAmong(candidates.filter((w) => w !== first));
-      expect(second.last('elected')!.at).toBeLessThan(lastExpiry(first) - 40_000);
+      expect(second.last('elected')!.mono!).toBeLessThan(lastExpiry(first) - 40_000);
       const ledger = new Database(processes.database.file, { readonly: true });
       try {
         expect(ledger.prepare('SELECT count(*) FROM chaos_ledger WHERE seq = ?').pluck().get(uncommittedSeq)).toBe(0);
@@ -183,7 +186,7 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
       const [poller] = candidates.filter((w) => w !== first && !standbys.includes(w.holder));
       for (const worker of candidates.filter((w) => w !== poller)) worker.signal('SIGKILL');
       await leaderAmong([poller]);
-      expect(poller.last('elected')!.at).toBeGreaterThan(lastExpiry(first));
+      expect(poller.last('elected')!.mono!).toBeGreaterThan(lastExpiry(first));
       expect(poller.last('elected')!.term).toBeGreaterThan(first.last('elected')!.term!);
       noOverlap();
     }));

@@ -62,13 +62,17 @@ export class WorkerProcess {
     return this.child.exitCode === null && this.child.signalCode === null;
   }
 
-  /** Sends `signal`; for SIGKILL, first records that every slot's belief ends here. */
+  /**
+   * Sends `signal`; for SIGKILL, first records that every slot's belief ends here, and, for a
+   * process that held no slot, that it stopped campaigning (the chaos checker's liveness).
+   */
   signal(signal: NodeJS.Signals): void {
     if (!this.alive) return;
     if (signal === 'SIGKILL') {
       const at = Date.now();
       const mono = Number(process.hrtime.bigint()) / 1e6;
       for (const slot of this.holders.keys()) this.record({ at, mono, pid: this.pid, type: 'killed', slot });
+      if (this.holders.size === 0) this.record({ at, mono, pid: this.pid, type: 'killed' });
     }
     this.child.kill(signal);
   }

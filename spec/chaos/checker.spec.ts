@@ -124,6 +124,19 @@ describe('checkHistory', () => {
     expect(flaws(history({ records, ledger: [] }))).toEqual(['liveness']);
   });
 
+  it('allows a fault that left the slot with no process campaigning the time until one subscribes, and no more', () => {
+    // b's process (2) starts only at 1500 (every other candidate was killed before): its
+    // election at 1501 is 1051 ms after the kill, over the 800 allowed, and not its fault.
+    const late = history().records.map((r) => (r.holder === 'b' ? { ...r, at: r.at + 500 } : r));
+    const subscribed = (pid: number, at: number): WorkerRecord => ({ pid, at, type: 'subscribed', holder: pid === 1 ? 'a' : 'b' });
+    const records = [subscribed(1, 0), ...late, subscribed(2, 1500)];
+    const result = checkHistory(history({ records, ledger: [] }), { slack: 100 });
+    expect(result.violations).toEqual([]);
+    expect(result.outcomes).toEqual([expect.objectContaining({ gap: 1501 - 450, allowed: 800 + (1500 - 450) })]);
+    // Had b's process been campaigning all along, the same gap is a violation.
+    expect(flaws(history({ records: [subscribed(1, 0), subscribed(2, 0), ...late], ledger: [] }))).toEqual(['liveness']);
+  });
+
   describe('on the monotonic clock, with a wall clock that steps', () => {
     /** The clean history, each time also on the monotonic clock (the wall clock's + 10_000), and the wall clock then stepped. */
     const stepped = (wallShift: (at: number) => number, changes: Partial<ChaosHistory> = {}): ChaosHistory => {
