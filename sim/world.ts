@@ -8,7 +8,8 @@ import Database from 'better-sqlite3';
 import { Subscription } from 'rxjs';
 import { LeadershipEvent } from '../src/core/leadership-event';
 import { observeLeadership } from '../src/surface/observe-leadership';
-import type { LeaseStore } from '../src/store/lease-store';
+import { LeadershipError } from '../src/core/leadership-error';
+import { LeaseStore, LockTaken } from '../src/store/lease-store';
 import { SqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
 import { SimChannels } from './sim-channels';
 import { SimHost, SimProcessClock, SimScheduler, Timeline } from './timeline';
@@ -138,7 +139,18 @@ export class World {
   withLatency(store: SqliteLeaseStore, owner: SimProcess): LeaseStore {
     const timeline = this.timeline;
     const random = this.random;
+    // Now and then an operation fails: before its statement ran (a lock taken, an I/O error),
+    // or, for an answer that comes later, after it ran (the connection lost with the answer).
+    const failure = (when: 'before' | 'after'): LeadershipError => {
+      const busy = random() < 0.5;
+      this.records.push({ at: timeline.now, process: owner.name, kind: 'fault', type: `${busy ? 'busy' : 'io-error'}-${when}` });
+      this.faults++;
+      return busy
+        ? new LockTaken('simulated: another connection holds the lock')
+        : new LeadershipError('DATABASE_ERROR', `simulated: an I/O error ${when} the statement ran`);
+    };
     const later = <T>(operation: () => T): T | PromiseLike<T> => {
+      if (random() < 0.01) throw failure('before');
       if (random() < 0.7) return operation();
       const latency = () => (random() < 0.95 ? random() * 3 : random() * this.options.expiresAfter);
       const answer: PromiseLike<T> = {
@@ -149,6 +161,7 @@ export class World {
               let outcome: { value: T } | { error: unknown };
               try {
                 outcome = { value: operation() };
+                if (random() < 0.01) outcome = { error: failure('after') };
               } catch (error) {
                 outcome = { error };
               }
