@@ -261,15 +261,23 @@ function allowance(fault: FaultRecord, expiresAfter: number, retryBound: number)
  * the only process left, was then killed too; the next candidate subscribed 3.4 s later.
  */
 function untilSomeoneCampaigns(fault: FaultRecord, records: WorkerRecord[]): number {
-  const spans = new Map<number, { start: number; end: number; slots: number | undefined }>();
+  // Each process campaigns from its `subscribed` to its `unsubscribed` (stopped, or
+  // subscribing again) or its death; the original worker for slot 0 only.
+  const spans: Array<{ pid: number; start: number; end: number }> = [];
+  const open = new Map<number, { pid: number; start: number; end: number }>();
+  const slotOf = new Map<number, number | undefined>();
   for (const r of records) {
-    if (r.type === 'subscribed' && !spans.has(r.pid))
-      spans.set(r.pid, { start: r.at, end: Infinity, slots: r.worker === 'original' ? (r.slot ?? 0) : undefined });
-    const span = spans.get(r.pid);
-    if (r.type === 'killed' && span) span.end = Math.min(span.end, r.at);
+    if (r.type === 'subscribed' && !open.has(r.pid)) {
+      const span = { pid: r.pid, start: r.at, end: Infinity };
+      open.set(r.pid, span);
+      spans.push(span);
+      if (r.worker === 'original') slotOf.set(r.pid, r.slot ?? 0);
+    } else if ((r.type === 'unsubscribed' || r.type === 'killed') && open.has(r.pid)) {
+      open.get(r.pid)!.end = r.at;
+      open.delete(r.pid);
+    }
   }
-  const forSlot = [...spans.entries()].filter(([, span]) => span.slots === undefined || span.slots === fault.slot);
-  const others = forSlot.filter(([pid]) => pid !== fault.pid).map(([, span]) => span);
+  const others = spans.filter((span) => span.pid !== fault.pid && (slotOf.get(span.pid) ?? fault.slot) === fault.slot);
   if (others.some((span) => span.start <= fault.at && span.end > fault.at)) return 0;
   const next = others.filter((span) => span.start > fault.at).sort((a, b) => a.start - b.start)[0];
   return next === undefined ? 0 : next.start - fault.at;

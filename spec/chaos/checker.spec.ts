@@ -133,6 +133,9 @@ describe('checkHistory', () => {
     const result = checkHistory(history({ records, ledger: [] }), { slack: 100 });
     expect(result.violations).toEqual([]);
     expect(result.outcomes).toEqual([expect.objectContaining({ gap: 1501 - 450, allowed: 800 + (1500 - 450) })]);
+    // A process that stopped (unsubscribed) before the fault campaigns no more either.
+    const stopped: WorkerRecord[] = [subscribed(3, 0), { pid: 3, at: 400, type: 'unsubscribed', slot: 0 }];
+    expect(checkHistory(history({ records: [...stopped, ...records], ledger: [] }), { slack: 100 }).violations).toEqual([]);
     // Had b's process been campaigning all along, the same gap is a violation.
     expect(flaws(history({ records: [subscribed(1, 0), subscribed(2, 0), ...late], ledger: [] }))).toEqual(['liveness']);
   });
