@@ -11,6 +11,7 @@ import { observeLeadership } from '../src/surface/observe-leadership';
 import { LeadershipError } from '../src/core/leadership-error';
 import { LeaseStore, LockTaken } from '../src/store/lease-store';
 import { SqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
+import { mulberry32 } from '../test-kit/seeded-random';
 import { SimChannels } from './sim-channels';
 import { SimHost, SimProcessClock, SimScheduler, Timeline } from './timeline';
 
@@ -54,18 +55,6 @@ export interface SimHistory {
   faults: number;
 }
 
-/** mulberry32: a small seeded generator, one per run, so that a seed replays the run exactly. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 class SimProcess implements SimProcessClock {
   alive = true;
   paused = false;
@@ -98,7 +87,8 @@ export class World {
   private faults = 0;
 
   constructor(readonly options: SimOptions) {
-    this.random = seeded(options.seed);
+    // One generator per run, so that a seed replays the run exactly.
+    this.random = mulberry32(options.seed);
     this.channels = new SimChannels(this.timeline, () => this.random() * 2);
     const setup = new Database(options.file);
     setup.pragma('journal_mode = WAL');
