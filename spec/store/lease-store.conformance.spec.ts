@@ -15,6 +15,7 @@ import {
   observeLeadership,
   RenewedEvent,
 } from '../../src';
+import { readClocks } from '../../src/core/monotonic-scheduler';
 import { postgresLeaseStore } from '../../src/postgres';
 import { sqliteLeaseStore } from '../../src/store/sqlite/sqlite-lease-store';
 import { eventually } from '../../test-kit/eventually';
@@ -306,7 +307,8 @@ describe.each(stores)('%s lease store', (_, open) => {
         subscriptions.push(subscription);
         return { events, subscription, elected: () => events.some((event) => event.type === 'elected') };
       };
-      const declared = (priority: number) => () => store.capabilities?.priorities?.highest(0, 'nobody', at(Date.now())) === priority;
+      // Read on the host's clocks, as the candidates declare.
+      const declared = (priority: number) => () => store.capabilities?.priorities?.highest(0, 'nobody', readClocks()) === priority;
 
       it('lets a standing candidate of a higher priority take a freed slot first, however many equal ones there are', async () => {
         for (let round = 0; round < 3; round++) {
@@ -332,12 +334,24 @@ describe.each(stores)('%s lease store', (_, open) => {
         await eventually('the first leader', leader.elected);
         const follower = prioritized('follower', 0);
         // A declaration with nobody behind it: a preferred candidate that died.
-        await store.capabilities?.priorities?.declare(0, 'ghost', 9, at(Date.now()), 60_000);
+        await store.capabilities?.priorities?.declare(0, 'ghost', 9, readClocks(), 60_000);
         await eventually('the ghost declared', declared(9));
         leader.subscription.unsubscribe();
         const releasedAt = Date.now();
         await eventually('the follower elected', follower.elected, 10_000);
         expect(Date.now() - releasedAt).toBeGreaterThanOrEqual(300); // its retryEvery, put off once
+      });
+
+      it('holds the others back for the length of a declaration only, whatever the wall clock of the candidate that made it', async () => {
+        // A preferred candidate whose wall clock had stepped ten minutes forward, then died:
+        // on the wall clock, its declaration held every lower one back for ten minutes, the
+        // slot free meanwhile (the simulator's finding; see docs/developing.md).
+        const leader = prioritized('leader', 0);
+        await eventually('the first leader', leader.elected); // and, on PostgreSQL, a session that hears declarations
+        const now = readClocks();
+        await store.capabilities?.priorities?.declare(0, 'ghost', 9, { ...now, wall: now.wall + 600_000 }, 1_000);
+        await eventually('the ghost declared', declared(9), 1_000);
+        await eventually('the declaration run out', declared(0), 5_000);
       });
 
       it('lets a handoff name a candidate of a lower priority: the named one goes first', async () => {

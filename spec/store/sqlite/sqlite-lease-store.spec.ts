@@ -38,6 +38,21 @@ describe('SqliteLeaseStore', () => {
     ]);
   });
 
+  it("adds the clock of declarations to an earlier version's table of priorities, keeping its rows, judged by the wall clock", () => {
+    db.exec(`CREATE TABLE worker_leadership_candidate (slot INTEGER NOT NULL, holder TEXT NOT NULL, priority INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL, PRIMARY KEY (slot, holder));
+      INSERT INTO worker_leadership_candidate VALUES (0, 'earlier', 4, 5000)`);
+    const priorities = store.capabilities.priorities!;
+    expect([priorities.highest(0, 'a', { clock: 'host', now: 9_999_999, wall: 4_999 }), priorities.highest(0, 'a', at(5_001))]).toEqual([
+      4, 0,
+    ]);
+    priorities.declare(0, 'later', 3, { clock: 'host', now: 100, wall: 9_000_000 }, 1_000);
+    expect([
+      priorities.highest(0, 'a', { clock: 'host', now: 1_100, wall: 6_000 }),
+      priorities.highest(0, 'a', { clock: 'host', now: 1_101, wall: 6_000 }),
+    ]).toEqual([3, 0]);
+  });
+
   it('is one store per connection, so that statements are prepared once', () => {
     expect(sqliteLeaseStore(db)).toBe(store);
   });

@@ -87,9 +87,9 @@ interface Statements {
   standbyRead: Statement<[number], StandbyPlace>;
   standbyClaim: Statement<[StandbyClaim]>;
   standbyLeave: Statement<[{ slot: number; holder: string }]>;
-  declare: Statement<[{ slot: number; holder: string; priority: number; expiresAt: number }]>;
+  declare: Statement<[{ slot: number; holder: string; priority: number; clock: string; expiresAt: number }]>;
   undeclare: Statement<[{ slot: number; holder: string }]>;
-  highest: Statement<[{ slot: number; holder: string; now: number }], number>;
+  highest: Statement<[{ slot: number; holder: string } & ClockReading], number>;
   acquire: Transaction<
     (
       parameters: TakeParameters & EndedTenure,
@@ -293,19 +293,22 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
   }
 
   /**
-   * Priorities, like standby places, are timed by the wall clock: they only decide who takes
-   * a free slot first, and a step costs at most a preference kept or lost for its length.
+   * Priorities are timed on the host's monotonic clock, as leases are: a declaration that
+   * outlived its candidate (killed) holds the others back for its length, and no longer. On
+   * the wall clock, the declaration of a candidate whose clock had stepped forward held every
+   * lower one back for the step's length, the slot free meanwhile (the simulator found it:
+   * ten minutes without a leader after a step of ten minutes).
    */
-  declare(slot: number, holder: string, priority: number, { wall: now }: ClockReading, expiresAfter: number): void {
+  declare(slot: number, holder: string, priority: number, now: ClockReading, expiresAfter: number): void {
     this.guard((statements) =>
       priority > 0
-        ? statements.declare.run({ slot, holder, priority, expiresAt: now + expiresAfter })
+        ? statements.declare.run({ slot, holder, priority, clock: now.clock, expiresAt: deadlineOf(now, expiresAfter) })
         : statements.undeclare.run({ slot, holder }),
     );
   }
 
-  highest(slot: number, holder: string, { wall: now }: ClockReading): number {
-    return Number(this.guard((statements) => statements.highest.get({ slot, holder, now })));
+  highest(slot: number, holder: string, now: ClockReading): number {
+    return Number(this.guard((statements) => statements.highest.get({ slot, holder, ...now })));
   }
 
   /** Every word addressed to `holder`, from this connection and, through its mailbox's file, from every other. */
@@ -490,7 +493,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
       standbyLeave,
       declare: db.prepare(statementText.declare),
       undeclare: db.prepare(statementText.undeclare),
-      highest: db.prepare<[{ slot: number; holder: string; now: number }], number>(statementText.highest).pluck(),
+      highest: db.prepare<[{ slot: number; holder: string } & ClockReading], number>(statementText.highest).pluck(),
       // A leader is nobody's standby: winning gives its standby place up, if it had one. Its
       // endpoint opens before the commit, so that whoever reads the tenure can reach it; if
       // the commit fails, nobody ever could, and it closes. The row and the deadline are

@@ -31,8 +31,9 @@ import { LeadershipError } from '../../core/leadership-error';
  * is woken first, never who leads.
  *
  * A fifth holds the priorities candidates declared (the `priority` option), each a small
- * lease of its own on the wall clock, as a standby place: it only decides who takes a free
- * slot first, never who leads.
+ * lease of its own on the host's monotonic clock that `clock` names, as a deadline is (an
+ * earlier version wrote the wall clock's ms, with no `clock`): it only decides who takes a
+ * free slot first, never who leads.
  *
  * A fourth holds what each tenure's holder advertises to followers (the `advertise` option),
  * which, like the deadline, counts only for the tenure it names: a tenure the original
@@ -71,6 +72,7 @@ const schema = `
     holder TEXT NOT NULL,
     priority INTEGER NOT NULL,
     expires_at INTEGER NOT NULL,
+    clock TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (slot, holder)
   );
   CREATE TABLE IF NOT EXISTS worker_leadership_standby (
@@ -120,7 +122,7 @@ const expectedShapes: Record<string, Shape> = {
   },
   worker_leadership_advertised: { columns: { slot: 'INTEGER', holder: 'TEXT', term: 'INTEGER', value: 'TEXT' }, key: ['slot'] },
   worker_leadership_candidate: {
-    columns: { slot: 'INTEGER', holder: 'TEXT', priority: 'INTEGER', expires_at: 'INTEGER' },
+    columns: { slot: 'INTEGER', holder: 'TEXT', priority: 'INTEGER', expires_at: 'INTEGER', clock: 'TEXT' },
     key: ['slot', 'holder'],
   },
 };
@@ -145,7 +147,18 @@ export function installSqliteSchema(db: Database): void {
   if (present !== schemaObjects.length) {
     db.transaction(() => db.exec(schema)).immediate();
   }
+  if (lacksClock(db)) {
+    // Made by an earlier version: the column added under the write lock, once.
+    db.transaction(() => {
+      if (lacksClock(db)) db.exec(`ALTER TABLE worker_leadership_candidate ADD COLUMN clock TEXT NOT NULL DEFAULT ''`);
+    }).immediate();
+  }
   for (const [table, shape] of Object.entries(expectedShapes)) checkShape(db, table, shape);
+}
+
+/** Whether the priorities' table was made before declarations named their clock. */
+function lacksClock(db: Database): boolean {
+  return !(db.pragma('table_info(worker_leadership_candidate)') as ColumnInfo[]).some((column) => column.name === 'clock');
 }
 
 function checkShape(db: Database, table: string, { columns: expected, key }: Shape): void {

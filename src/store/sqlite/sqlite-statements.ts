@@ -90,11 +90,15 @@ export const statementText = {
     ON CONFLICT (slot, place) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
     WHERE expires_at < @now OR holder = @holder`,
   standbyLeave: `DELETE FROM worker_leadership_standby WHERE slot = @slot AND holder = @holder`,
-  // Priorities candidates declared (see sqlite-schema.ts): each a small lease on the wall clock.
-  declare: `INSERT INTO worker_leadership_candidate (slot, holder, priority, expires_at) VALUES (@slot, @holder, @priority, @expiresAt)
-    ON CONFLICT (slot, holder) DO UPDATE SET priority = excluded.priority, expires_at = excluded.expires_at`,
+  // Priorities candidates declared (see sqlite-schema.ts): each a small lease on the host's
+  // monotonic clock that `clock` names, judged by the wall clock only where the reader is on
+  // another (a row an earlier version wrote, whose `clock` is empty).
+  declare: `INSERT INTO worker_leadership_candidate (slot, holder, priority, clock, expires_at)
+    VALUES (@slot, @holder, @priority, @clock, @expiresAt)
+    ON CONFLICT (slot, holder) DO UPDATE SET priority = excluded.priority, clock = excluded.clock, expires_at = excluded.expires_at`,
   undeclare: `DELETE FROM worker_leadership_candidate WHERE slot = @slot AND holder = @holder`,
-  highest: `SELECT coalesce(max(priority), 0) FROM worker_leadership_candidate WHERE slot = @slot AND holder <> @holder AND expires_at >= @now`,
+  highest: `SELECT coalesce(max(priority), 0) FROM worker_leadership_candidate WHERE slot = @slot AND holder <> @holder
+    AND CASE WHEN clock = @clock THEN expires_at >= @now ELSE expires_at >= @wall END`,
   // Needs to write and writes nothing: inside a transaction that holds the write lock already
   // it costs nothing, and on a read-only connection it fails (SQLITE_READONLY), which
   // node:sqlite and bun:sqlite do not tell otherwise (BEGIN IMMEDIATE succeeds there).
