@@ -19,7 +19,7 @@ const unit = [
   'spec/observe-leadership.spec.ts',
   'spec/operators/**/*.spec.ts',
   'spec/roll-call.spec.ts',
-  'spec/sim/**/*.spec.ts',
+  'spec/sim/simulator.spec.ts',
 ];
 
 /**

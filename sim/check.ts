@@ -6,7 +6,7 @@
 import type { SimHistory, SimRecord } from './world';
 
 export interface SimViolation {
-  check: 'overlap' | 'term-order' | 'terminated' | 'liveness';
+  check: 'overlap' | 'term-order' | 'malformed' | 'terminated' | 'liveness';
   detail: string;
   /** True time at which it shows. */
   at: number;
@@ -29,8 +29,9 @@ export interface SimOutcome {
 
 export function checkRun(history: SimHistory): SimOutcome {
   const violations: SimViolation[] = [];
+  const { slots, timing, noise } = history.scenario;
   const beliefs = beliefsOf(history.records, history.endedAt);
-  for (let slot = 0; slot < history.options.slots; slot++) {
+  for (let slot = 0; slot < slots; slot++) {
     const ofSlot = beliefs.filter((b) => b.slot === slot).sort((a, b) => a.start - b.start);
     for (let i = 0; i < ofSlot.length; i++) {
       for (let j = i + 1; j < ofSlot.length && ofSlot[j].start < ofSlot[i].end; j++) {
@@ -53,12 +54,13 @@ export function checkRun(history: SimHistory): SimOutcome {
         });
       }
     });
-    // Once the faults stopped and their effects ended (a pause runs up to three leases), the
-    // slot is never without a leader for longer than a store's answer late by a lease, then
-    // the lease and a retry, can explain.
-    const { expiresAfter, retryEvery } = history.options;
+    // Once the faults stopped and their effects ended (a pause runs up to three leases, a
+    // sit-out one), the slot is never without a leader for longer than a store's answer late
+    // by a lease, then the lease and a retry, can explain; and a lock-delay (up to half a
+    // lease) and a lower priority's wait (a retry) where the candidates have them.
+    const { expiresAfter, retryEvery } = timing;
     const settled = history.quietFrom + 4 * expiresAfter;
-    const bound = 2 * expiresAfter + 2 * retryEvery;
+    const bound = 2 * expiresAfter + 2 * retryEvery + (noise.options ? expiresAfter / 2 + retryEvery : 0);
     const gap = longestGap(ofSlot, settled, history.endedAt);
     if (gap.length > bound) {
       violations.push({
@@ -68,10 +70,14 @@ export function checkRun(history: SimHistory): SimOutcome {
       });
     }
   }
+  // A candidate's stream ends only where its connection was closed under it.
+  const closed = new Set(history.records.filter((r) => r.kind === 'fault' && r.type === 'close').map((r) => r.process));
   for (const r of history.records) {
-    if (r.kind === 'error') violations.push({ check: 'terminated', at: r.at, detail: `${r.process} slot ${r.slot}: ${r.detail}` });
+    if (r.kind === 'error' && !(closed.has(r.process) && r.detail?.startsWith('DATABASE_CLOSED')))
+      violations.push({ check: 'terminated', at: r.at, detail: `${r.process} slot ${r.slot}: ${r.detail}` });
   }
-  const failovers = history.records.filter((r) => r.kind === 'event' && r.type === 'elected').length - history.options.slots;
+  violations.push(...malformed(history.records));
+  const failovers = history.records.filter((r) => r.kind === 'event' && r.type === 'elected').length - slots;
   return { violations: violations.sort((a, b) => a.at - b.at), failovers: Math.max(0, failovers) };
 }
 
@@ -90,12 +96,13 @@ function beliefsOf(records: SimRecord[], endedAt: number): Belief[] {
   };
   for (const r of records) {
     // Killed, its candidates believe nothing any more; unsubscribed, they end without a word.
-    if (r.kind === 'fault' && (r.type === 'kill' || r.type === 'unsubscribe')) {
+    if (r.kind === 'fault' && (r.type === 'kill' || r.type === 'restart' || r.type === 'unsubscribe')) {
       for (const [key, belief] of open) if (belief.process === r.process) close(key, r.at);
       continue;
     }
-    if (r.kind !== 'event' || r.slot === undefined) continue;
     const key = `${r.process} ${r.slot}`;
+    if (r.kind === 'error') close(key, r.at); // its stream ended: nobody reads its belief any more
+    if (r.kind !== 'event' || r.slot === undefined) continue;
     if (r.type === 'elected') {
       close(key, r.at);
       open.set(key, {
@@ -122,6 +129,41 @@ function beliefsOf(records: SimRecord[], endedAt: number): Belief[] {
   }
   for (const key of [...open.keys()]) close(key, endedAt);
   return beliefs;
+}
+
+/**
+ * Each candidate's events, in the order the campaign promises: `elected` only while it does
+ * not lead; `renewed` and `lost` only while it leads, `renewed` with the term it was elected
+ * with; nothing after its stream ended.
+ */
+function malformed(records: SimRecord[]): SimViolation[] {
+  const violations: SimViolation[] = [];
+  const state = new Map<string, { leading?: number; ended?: boolean }>();
+  for (const r of records) {
+    if (r.slot === undefined || (r.kind !== 'event' && r.kind !== 'error')) continue;
+    const key = `${r.process} ${r.slot}`;
+    if (r.type === 'subscribed') {
+      state.set(key, {});
+      continue;
+    }
+    const candidate = state.get(key) ?? {};
+    state.set(key, candidate);
+    const wrong = (why: string) =>
+      violations.push({ check: 'malformed', at: r.at, detail: `${r.process} slot ${r.slot}: ${r.type} ${why}` });
+    if (candidate.ended) wrong('after its stream ended');
+    else if (r.kind === 'error') candidate.ended = true;
+    else if (r.type === 'elected') {
+      if (candidate.leading !== undefined) wrong(`while it led (term ${candidate.leading})`);
+      candidate.leading = r.term;
+    } else if (r.type === 'renewed') {
+      if (candidate.leading !== r.term)
+        wrong(`term ${r.term} while it ${candidate.leading === undefined ? 'did not lead' : `led term ${candidate.leading}`}`);
+    } else if (r.type === 'lost') {
+      if (candidate.leading === undefined) wrong('while it did not lead');
+      candidate.leading = undefined;
+    }
+  }
+  return violations;
 }
 
 export function ms(value: number): string {

@@ -1,116 +1,149 @@
 /**
- * npm run simulate -- [--seconds S] [--seed N] [--candidates N] [--slots N]
+ * npm run simulate -- [--seconds S] [--seed N] [--candidates N] [--slots N] [--duration MS]
+ *                     [--threads T] [--plant NAME] [--out FILE] [--shrink-seconds S] [--shrink-runs R]
+ * npm run simulate -- --replay FILE
  *
- * Simulated runs, one per seed from N on, for S seconds of this machine's time: each run is
- * a minute of simulated time with faults, then a quiet time, checked (check.ts). Stops at
- * the first violation and prints it with the run's timeline near it; `--seed` then replays
- * that run exactly. Last line: `simulated: F failovers, X faults, V violations in S s (seed N)`.
+ * Simulated runs, one per seed from N on, for S seconds of this machine's time, on T threads
+ * (one per core unless told): each run is `--duration` ms of simulated time with faults, then
+ * a quiet time, checked (check.ts). At the first violation it shrinks the run (shrink.ts: for
+ * S seconds or R runs, whichever ends first), writes the shrunk scenario to FILE (`--replay
+ * FILE` runs it again, exactly) and prints its timeline. `--plant NAME` runs with a known bug
+ * switched in (plants.ts). Last line:
+ * `simulated: F failovers, X faults, V violations in S s (seed N)`.
  * Exits 1 on a violation, 2 on bad arguments.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkRun, ms, SimViolation } from './check';
-import { SimHistory, SimOptions, World } from './world';
+import { cores, exploreInThreads } from './explore-threads';
+import { plant, plants } from './plants';
+import type { Scenario } from './scenario';
 
 interface Arguments {
   seconds: number;
   seed: number;
   candidates: number;
   slots: number;
-  /** Simulated ms of faults per run. */
   duration: number;
+  shrinkSeconds: number;
+  shrinkRuns: number;
+  threads: number;
+  plant?: string;
+  replay?: string;
+  out?: string;
 }
 
+const numbers: Record<string, [keyof Arguments, number, number]> = {
+  '--seconds': ['seconds', 0.01, 86_400],
+  '--seed': ['seed', 0, 2 ** 31],
+  '--candidates': ['candidates', 1, 64],
+  '--slots': ['slots', 1, 16],
+  '--duration': ['duration', 1_000, 3_600_000],
+  '--shrink-seconds': ['shrinkSeconds', 0, 3_600],
+  '--shrink-runs': ['shrinkRuns', 0, 1_000_000],
+  '--threads': ['threads', 1, 256],
+};
+const strings: Record<string, 'plant' | 'replay' | 'out'> = { '--plant': 'plant', '--replay': 'replay', '--out': 'out' };
+
 export function parseArguments(argv: string[]): Arguments {
-  const args: Arguments = { seconds: 10, seed: 1, candidates: 3, slots: 1, duration: 60_000 };
-  const limits: Record<string, [keyof Arguments, number, number]> = {
-    '--seconds': ['seconds', 0.1, 86_400],
-    '--seed': ['seed', 0, 2 ** 31],
-    '--candidates': ['candidates', 1, 64],
-    '--slots': ['slots', 1, 16],
-    '--duration': ['duration', 1_000, 3_600_000],
+  const args: Arguments = {
+    seconds: 10,
+    seed: 1,
+    candidates: 3,
+    slots: 1,
+    duration: 60_000,
+    shrinkSeconds: 60,
+    shrinkRuns: Infinity,
+    threads: cores,
   };
   for (let i = 0; i < argv.length; i += 2) {
-    const limit = limits[argv[i]];
-    if (limit === undefined) throw new Error(`unknown option ${argv[i]} (options: ${Object.keys(limits).join(', ')})`);
+    const [option, value] = [argv[i], argv[i + 1]];
+    if (option in strings) {
+      if (value === undefined) throw new Error(`${option} needs a value`);
+      args[strings[option]] = value;
+      continue;
+    }
+    const limit = numbers[option];
+    if (limit === undefined) {
+      throw new Error(`unknown option ${option} (options: ${[...Object.keys(numbers), ...Object.keys(strings)].join(', ')})`);
+    }
     const [name, min, max] = limit;
-    const value = Number(argv[i + 1]);
-    if (!Number.isFinite(value) || value < min || value > max)
-      throw new Error(`${argv[i]} must be a number from ${min} to ${max}, got ${argv[i + 1]}`);
-    args[name] = value;
+    const number = Number(value);
+    if (!Number.isFinite(number) || number < min || number > max)
+      throw new Error(`${option} must be a number from ${min} to ${max}, got ${value}`);
+    (args[name] as number) = number;
+  }
+  if (args.plant !== undefined && !(args.plant in plants)) {
+    throw new Error(`--plant must be one of ${Object.keys(plants).join(', ')}, got ${args.plant}`);
   }
   return args;
 }
 
-/** One run of `seed`, on a database of its own, checked. */
-export function simulate(
-  seed: number,
-  options: Omit<SimOptions, 'seed' | 'file'>,
-): { history: SimHistory; violations: SimViolation[]; failovers: number } {
-  const folder = mkdtempSync(join(existsShm() ? '/dev/shm' : tmpdir(), 'observe-leadership-sim-'));
-  try {
-    const history = new World({ ...options, seed, file: join(folder, 'sim.db') }).run();
-    return { history, ...checkRun(history) };
-  } finally {
-    rmSync(folder, { recursive: true, force: true });
-  }
-}
-
-function existsShm(): boolean {
-  try {
-    rmSync(mkdtempSync('/dev/shm/observe-leadership-probe-'), { recursive: true });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** What happened in the second before a violation, and until it. */
-export function timelineNear(history: SimHistory, violation: SimViolation): string[] {
-  return history.records
-    .filter((r) => r.at >= violation.at - 1_000 && r.at <= violation.at + 1)
-    .map(
-      (r) =>
-        `${ms(r.at).padStart(12)}  ${r.process.padEnd(5)} ${r.kind === 'fault' ? 'FAULT ' : ''}${r.type}` +
-        `${r.slot === undefined ? '' : ` slot ${r.slot}`}${r.term === undefined ? '' : ` term ${r.term}`}` +
-        `${r.deadline === undefined ? '' : ` until ${ms(r.deadline)}`}${r.detail ? ` (${r.detail})` : ''}`,
-    );
-}
-
-function main(): number {
+async function main(): Promise<number> {
   let args: Arguments;
+  let replayed: Scenario | undefined;
   try {
     args = parseArguments(process.argv.slice(2));
+    if (args.replay !== undefined) replayed = JSON.parse(readFileSync(args.replay, 'utf8')) as Scenario;
   } catch (error) {
     console.error((error as Error).message);
     return 2;
   }
-  const timing = { renewEvery: 200, expiresAfter: 600, retryEvery: 120 };
+  // Planted before the library loads (below), so that it loads with the bug.
+  const planted = args.plant ?? replayed?.plant;
+  const loadedPlanted = planted === undefined ? undefined : plant(planted);
+  // A require, not an import: the plant hooks the CommonJS loader, which an import() would bypass.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { explore, story } = require('./explore') as typeof import('./explore');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { shrink } = require('./shrink') as typeof import('./shrink');
   const started = performance.now();
-  let [failovers, faults, runs] = [0, 0, 0];
-  let seed = args.seed;
-  for (; performance.now() - started < args.seconds * 1_000; seed++) {
-    const run = simulate(seed, { candidates: args.candidates, slots: args.slots, duration: args.duration, ...timing });
-    runs++;
-    failovers += run.failovers;
-    faults += run.history.faults;
-    if (run.violations.length > 0) {
-      const [first] = run.violations;
-      console.log(`seed ${seed}: ${run.violations.length} violation(s); the first, ${first.check}: ${first.detail}`);
-      console.log(timelineNear(run.history, first).join('\n'));
-      console.log(`replay: npm run simulate -- --seed ${seed} --seconds 0.1 --candidates ${args.candidates} --slots ${args.slots}`);
-      const seconds = ((performance.now() - started) / 1_000).toFixed(1);
-      console.log(
-        `simulated: ${failovers} failovers, ${faults} faults, ${run.violations.length} violations in ${seconds} s (seed ${seed})`,
-      );
-      return 1;
-    }
+  const elapsed = () => ((performance.now() - started) / 1_000).toFixed(1);
+  if (replayed !== undefined) {
+    const told = story(replayed);
+    console.log(told.lines.join('\n'));
+    console.log(
+      `simulated: replay of ${args.replay}, ${told.violation === undefined ? 0 : 1} violations in ${elapsed()} s (seed ${replayed.seed})`,
+    );
+    return told.violation === undefined ? 0 : 1;
   }
-  const seconds = ((performance.now() - started) / 1_000).toFixed(1);
-  console.log(`${runs} runs of ${args.duration / 1_000} simulated s, seeds ${args.seed} to ${seed - 1}`);
-  console.log(`simulated: ${failovers} failovers, ${faults} faults, 0 violations in ${seconds} s (seed ${args.seed})`);
-  return 0;
+  const shape = {
+    candidates: args.candidates,
+    slots: args.slots,
+    duration: args.duration,
+    ...(planted !== undefined && { plant: planted }),
+  };
+  const { seed, seconds, threads } = args;
+  const run = threads === 1 ? explore(shape, { seed, seconds }) : await exploreInThreads(shape, { seed, seconds, threads });
+  if (loadedPlanted !== undefined && !loadedPlanted()) throw new Error(`plant ${planted}: its file never loaded`);
+  const [first, last] = run.seeds;
+  console.log(`${run.runs} runs of ${args.duration / 1_000} simulated s, seeds ${first} to ${last}`);
+  if (run.found === undefined) {
+    console.log(`simulated: ${run.failovers} failovers, ${run.faults} faults, 0 violations in ${elapsed()} s (seed ${first})`);
+    return 0;
+  }
+  const { violation } = run.found;
+  const shrunk = shrink(run.found.scenario, violation, { seconds: args.shrinkSeconds, runs: args.shrinkRuns });
+  const file = args.out ?? join(tmpdir(), `observe-leadership-simulation-${run.found.scenario.seed}.json`);
+  writeFileSync(file, `${JSON.stringify(shrunk.scenario, null, 2)}\n`);
+  console.log(`seed ${run.found.scenario.seed}: ${violation.check}: ${violation.detail}`);
+  console.log(
+    `shrunk in ${shrunk.runs} runs to ${shrunk.scenario.faults.length} fault(s) (from ${run.found.scenario.faults.length}); its timeline:`,
+  );
+  console.log(story(shrunk.scenario).lines.join('\n'));
+  console.log(`replay: npm run simulate -- --replay ${file}`);
+  console.log(
+    `simulated: ${run.failovers} failovers, ${run.faults} faults, 1 violations in ${elapsed()} s (seed ${run.found.scenario.seed})`,
+  );
+  return 1;
 }
 
-if (require.main === module) process.exitCode = main();
+if (require.main === module) {
+  main().then(
+    (code) => (process.exitCode = code),
+    (error) => {
+      console.error(error);
+      process.exitCode = 2;
+    },
+  );
+}

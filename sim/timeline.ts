@@ -26,6 +26,8 @@ export interface SimProcessClock {
 export class Timeline {
   /** True time, ms from the start of the run. */
   now = 0;
+  /** The process whose event runs now, if any. */
+  running: SimProcessClock | undefined;
   private readonly queue: Due[] = [];
   private seq = 0;
 
@@ -59,7 +61,12 @@ export class Timeline {
         owner.held.push(next);
         continue;
       }
-      next.run();
+      this.running = owner;
+      try {
+        next.run();
+      } finally {
+        this.running = undefined;
+      }
     }
     this.now = until;
   }

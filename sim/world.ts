@@ -1,57 +1,44 @@
 /**
- * One simulated run: candidates in simulated processes, each a real `observeLeadership`
- * subscription on the real SQLite store and its real statements, on one database file, all
- * on one timeline (timeline.ts); faults drawn from the seed; every event recorded on true
- * time for the checker (check.ts).
+ * One simulated run of a scenario (scenario.ts): candidates in simulated processes, each a
+ * real `observeLeadership` subscription on the real SQLite store and its real statements, on
+ * one database file, all on one timeline (timeline.ts); every event recorded on true time for
+ * the checker (check.ts).
  */
 import Database from 'better-sqlite3';
-import { Subscription } from 'rxjs';
+import { Subject, Subscription } from 'rxjs';
 import { LeadershipEvent } from '../src/core/leadership-event';
 import { observeLeadership } from '../src/surface/observe-leadership';
 import { LeadershipError } from '../src/core/leadership-error';
 import { LeaseStore, LockTaken } from '../src/store/lease-store';
 import { SqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
 import { mulberry32 } from '../test-kit/seeded-random';
+import type { PlannedFault, Scenario } from './scenario';
 import { SimChannels } from './sim-channels';
 import { SimHost, SimProcessClock, SimScheduler, Timeline } from './timeline';
 
-export interface SimOptions {
-  seed: number;
-  /** Candidate processes at any time (each killed one is restarted as a new one). */
-  candidates: number;
-  slots: number;
-  /** Simulated ms of faults, followed by a quiet time for the slots to settle. */
-  duration: number;
-  /** The candidates' timing. */
-  renewEvery: number;
-  expiresAfter: number;
-  retryEvery: number;
-  /** A file for the run's database (created; removed by the caller). */
-  file: string;
-}
-
-/** What the checker reads: events and faults on true time, ms from the run's start. */
+/** What the checker reads: events, faults and (traced) operations on true time, ms from the run's start. */
 export interface SimRecord {
   at: number;
   process: string;
-  kind: 'event' | 'fault' | 'error';
+  /** The process's holder (a restarted process may keep its predecessor's). */
+  holder: string;
+  kind: 'event' | 'fault' | 'error' | 'operation';
   slot?: number;
-  holder?: string;
   type: string;
   term?: number;
   /** For `elected` and `renewed`: the end of the belief, on true time. */
   deadline?: number;
   detail?: string;
+  /** How far the process's wall clock is from true time (its steps), where it is not 0. */
+  wall?: number;
 }
 
 export interface SimHistory {
-  options: SimOptions;
+  scenario: Scenario;
   records: SimRecord[];
   /** When the quiet time began (the last fault is before it) and when the run ended. */
   quietFrom: number;
   endedAt: number;
-  /** The processes alive at the end, with the holders of their candidates. */
-  live: Array<{ process: string; holders: string[] }>;
   faults: number;
 }
 
@@ -61,16 +48,26 @@ class SimProcess implements SimProcessClock {
   held = [];
   wallOffset = 0;
   readonly subscriptions: Subscription[] = [];
+  readonly stepDown = new Subject<void>();
+  /**
+   * Its own stream of noise, from the scenario's seed and its birth: a fault added or
+   * removed (as the shrinker does) changes the draws of the processes it touches, not all.
+   */
+  readonly random: () => number;
   readonly db: Database.Database;
   readonly store: LeaseStore;
   readonly scheduler: SimScheduler;
 
   constructor(
     readonly name: string,
+    readonly holder: string,
+    birth: number,
     world: World,
   ) {
-    this.db = new Database(world.options.file, { timeout: 0 });
-    this.scheduler = new SimScheduler(world.timeline, world.host, this, () => (world.random() < 0.8 ? 0 : world.random() * 3));
+    this.random = mulberry32((Math.imul(world.scenario.seed, 0x9e3779b1) + birth) >>> 0);
+    this.db = new Database(world.file, { timeout: 0 });
+    const late = world.scenario.noise.lateness;
+    this.scheduler = new SimScheduler(world.timeline, world.host, this, () => (late && this.random() >= 0.8 ? this.random() * 3 : 0));
     const store = new SqliteLeaseStore(this.db, world.channels.of(this));
     this.store = world.withLatency(store, this);
   }
@@ -83,23 +80,32 @@ export class World {
   readonly channels: SimChannels;
   readonly records: SimRecord[] = [];
   private readonly processes: SimProcess[] = [];
+  /** `process slot` of each candidate that believes it leads, as its events said. */
+  private readonly leading = new Set<string>();
   private born = 0;
   private faults = 0;
 
-  constructor(readonly options: SimOptions) {
-    // One generator per run, so that a seed replays the run exactly.
-    this.random = mulberry32(options.seed);
-    this.channels = new SimChannels(this.timeline, () => this.random() * 2);
-    const setup = new Database(options.file);
+  constructor(
+    readonly scenario: Scenario,
+    /** A file for the run's database (created; removed by the caller). */
+    readonly file: string,
+    /** Whether every operation is recorded too, with its answer (for a timeline to read). */
+    private readonly trace = false,
+  ) {
+    // The noise and the candidates' options, drawn as the run goes: a scenario replays exactly.
+    this.random = mulberry32(scenario.seed);
+    this.channels = new SimChannels(this.timeline, () => (scenario.noise.lateness ? this.random() * 2 : 0));
+    const setup = new Database(file);
     setup.pragma('journal_mode = WAL');
     setup.close();
   }
 
   /** Runs the whole run: the candidates, the faults until `duration`, then the quiet time. */
   run(): SimHistory {
-    // The library's own draws (the jitter of its lock retries) come from the seed too.
+    // The library's own draws (the jitter of its lock retries) come from the seed too: from
+    // the stream of the process whose event runs.
     const random = Math.random;
-    Math.random = this.random;
+    Math.random = () => ((this.timeline.running as SimProcess | undefined)?.random ?? this.random)();
     try {
       return this.runSeeded();
     } finally {
@@ -108,18 +114,25 @@ export class World {
   }
 
   private runSeeded(): SimHistory {
-    const { candidates, duration, expiresAfter, retryEvery } = this.options;
+    const { candidates, duration, timing, faults } = this.scenario;
     for (let i = 0; i < candidates; i++) this.start();
-    for (let at = expiresAfter; at < duration; at += expiresAfter * (0.3 + this.random())) {
-      this.timeline.at(at, () => this.fault());
-    }
+    for (const fault of faults) this.timeline.at(fault.at, () => this.fault(fault));
     this.timeline.runUntil(duration);
     const quietFrom = this.timeline.now;
     // Quiet: every pause ends (its own event), the slots settle.
-    this.timeline.runUntil(duration + 6 * (expiresAfter + retryEvery) + 4 * expiresAfter);
-    const live = this.processes.filter((p) => p.alive && !p.paused).map((p) => ({ process: p.name, holders: [this.holderOf(p.name)] }));
+    this.timeline.runUntil(duration + 6 * (timing.expiresAfter + timing.retryEvery) + 4 * timing.expiresAfter);
     for (const process of this.processes) this.end(process);
-    return { options: this.options, records: this.records, quietFrom, endedAt: this.timeline.now, live, faults: this.faults };
+    return { scenario: this.scenario, records: this.records, quietFrom, endedAt: this.timeline.now, faults: this.faults };
+  }
+
+  private record(process: SimProcess, record: Omit<SimRecord, 'at' | 'process' | 'holder'>): void {
+    this.records.push({
+      at: this.timeline.now,
+      process: process.name,
+      holder: process.holder,
+      ...record,
+      ...(process.wallOffset !== 0 && { wall: process.wallOffset }),
+    });
   }
 
   /**
@@ -127,35 +140,50 @@ export class World {
    * later (PostgreSQL's), the statement running some time after it was sent.
    */
   withLatency(store: SqliteLeaseStore, owner: SimProcess): LeaseStore {
-    const timeline = this.timeline;
-    const random = this.random;
+    const { timeline } = this;
+    const { random } = owner;
+    const { latency, failures } = this.scenario.noise;
     // Now and then an operation fails: before its statement ran (a lock taken, an I/O error),
     // or, for an answer that comes later, after it ran (the connection lost with the answer).
     const failure = (when: 'before' | 'after'): LeadershipError => {
       const busy = random() < 0.5;
-      this.records.push({ at: timeline.now, process: owner.name, kind: 'fault', type: `${busy ? 'busy' : 'io-error'}-${when}` });
+      this.record(owner, { kind: 'fault', type: `${busy ? 'busy' : 'io-error'}-${when}` });
       this.faults++;
       return busy
         ? new LockTaken('simulated: another connection holds the lock')
         : new LeadershipError('DATABASE_ERROR', `simulated: an I/O error ${when} the statement ran`);
     };
-    const later = <T>(operation: () => T): T | PromiseLike<T> => {
-      if (random() < 0.01) throw failure('before');
-      if (random() < 0.7) return operation();
-      const latency = () => (random() < 0.95 ? random() * 3 : random() * this.options.expiresAfter);
+    const traced = <T>(name: string, operation: () => T): (() => T) =>
+      this.trace
+        ? () => {
+            try {
+              const answer = operation();
+              this.record(owner, { kind: 'operation', type: name, detail: describe(answer) });
+              return answer;
+            } catch (error) {
+              this.record(owner, { kind: 'operation', type: name, detail: `throws ${(error as LeadershipError).code ?? error}` });
+              throw error;
+            }
+          }
+        : operation;
+    const later = <T>(name: string, untraced: () => T): T | PromiseLike<T> => {
+      const operation = traced(name, untraced);
+      if (failures && random() < 0.01) throw failure('before');
+      if (!latency || random() < 0.7) return operation();
+      const delay = () => (random() < 0.95 ? random() * 3 : random() * this.scenario.timing.expiresAfter);
       const answer: PromiseLike<T> = {
         then: ((onResult?: (value: T) => unknown, onError?: (error: unknown) => unknown) => {
           timeline.at(
-            latency(),
+            delay(),
             () => {
               let outcome: { value: T } | { error: unknown };
               try {
                 outcome = { value: operation() };
-                if (random() < 0.01) outcome = { error: failure('after') };
+                if (failures && random() < 0.01) outcome = { error: failure('after') };
               } catch (error) {
                 outcome = { error };
               }
-              timeline.at(latency(), () => ('value' in outcome ? onResult?.(outcome.value) : onError?.(outcome.error)), owner);
+              timeline.at(delay(), () => ('value' in outcome ? onResult?.(outcome.value) : onError?.(outcome.error)), owner);
             },
             owner,
           );
@@ -167,36 +195,33 @@ export class World {
     return {
       clock: store.clock,
       capabilities: store.capabilities,
-      look: (...args) => later(() => store.look(...args)),
-      acquire: (...args) => later(() => store.acquire(...args)),
-      renew: (...args) => later(() => store.renew(...args)),
-      release: (...args) => later(() => store.release(...args)),
+      look: (...args) => later('look', () => store.look(...args)),
+      acquire: (...args) => later('acquire', () => store.acquire(...args)),
+      renew: (...args) => later('renew', () => store.renew(...args)),
+      release: (...args) => later('release', () => store.release(...args)),
     };
   }
 
-  private holderOf(process: string): string {
-    return `${process}`;
-  }
-
-  private start(): SimProcess {
-    const process = new SimProcess(`p${++this.born}`, this);
+  private start(holder = `h${this.born + 1}`): SimProcess {
+    const process = new SimProcess(`p${++this.born}`, holder, this.born, this);
     this.processes.push(process);
     this.subscribe(process);
     return process;
   }
 
   private subscribe(process: SimProcess): void {
-    const { slots, renewEvery, expiresAfter, retryEvery } = this.options;
-    const holder = this.holderOf(process.name);
+    const { slots, timing } = this.scenario;
     for (let slot = 0; slot < slots; slot++) {
+      const options = this.optionsOf(process.random);
+      this.record(process, { kind: 'event', slot, type: 'subscribed', detail: JSON.stringify(options).slice(1, -1) || undefined });
+      const key = `${process.name} ${slot}`;
       const record = (event: LeadershipEvent) => {
+        if (event.type === 'elected') this.leading.add(key);
+        else if (event.type === 'lost') this.leading.delete(key);
         const deadline = 'expiresAt' in event && event.expiresAt !== undefined ? event.expiresAt - this.host.offset : undefined;
-        this.records.push({
-          at: this.timeline.now,
-          process: process.name,
+        this.record(process, {
           kind: 'event',
           slot,
-          holder,
           type: event.type,
           ...('term' in event && { term: event.term }),
           ...(deadline !== undefined && { deadline }),
@@ -204,70 +229,115 @@ export class World {
           ...(event.type === 'lost' && { detail: event.reason }),
         });
       };
+      const config = { slot, holder: process.holder, ...timing, ...options, stepDown: process.stepDown, scheduler: process.scheduler };
       process.subscriptions.push(
-        observeLeadership(process.store, { slot, holder, renewEvery, expiresAfter, retryEvery, scheduler: process.scheduler }).subscribe({
+        observeLeadership(process.store, config).subscribe({
           next: record,
-          error: (error: { code?: string; message?: string }) =>
-            this.records.push({
-              at: this.timeline.now,
-              process: process.name,
-              kind: 'error',
-              slot,
-              holder,
-              type: 'terminated',
-              detail: `${error.code}: ${error.message}`,
-            }),
+          error: (error: { code?: string; message?: string }) => {
+            this.leading.delete(key);
+            this.record(process, { kind: 'error', slot, type: 'terminated', detail: `${error.code}: ${error.message}` });
+          },
         }),
       );
     }
   }
 
-  private unsubscribe(process: SimProcess): void {
-    for (const subscription of process.subscriptions.splice(0)) subscription.unsubscribe();
+  /** A subscription's options beside its timing: now and then a priority (preempting or not), a lock-delay. */
+  private optionsOf(random: () => number): { priority?: number; preempt?: boolean; lockDelay?: number } {
+    if (!this.scenario.noise.options) return {};
+    const priority = random() < 0.3 ? 1 + Math.floor(random() * 3) : 0;
+    const preempt = priority > 0 && random() < 0.5;
+    const lockDelay = random() < 0.2 ? Math.round((random() * this.scenario.timing.expiresAfter) / 2) : 0;
+    return { ...(priority > 0 && { priority }), ...(preempt && { preempt }), ...(lockDelay > 0 && { lockDelay }) };
   }
 
-  private fault(): void {
+  private unsubscribe(process: SimProcess): void {
+    for (const subscription of process.subscriptions.splice(0)) subscription.unsubscribe();
+    for (let slot = 0; slot < this.scenario.slots; slot++) this.leading.delete(`${process.name} ${slot}`);
+  }
+
+  private fault(fault: PlannedFault): void {
     const live = this.processes.filter((p) => p.alive);
-    if (live.length === 0) return;
-    const target = live[Math.floor(this.random() * live.length)];
-    const pick = this.random();
-    const { expiresAfter, retryEvery } = this.options;
-    const note = (type: string, detail?: string) =>
-      this.records.push({ at: this.timeline.now, process: target.name, kind: 'fault', type, ...(detail && { detail }) });
+    const leaders = live.filter((p) => [...Array(this.scenario.slots).keys()].some((slot) => this.leading.has(`${p.name} ${slot}`)));
+    const among = fault.atLeader && leaders.length > 0 ? leaders : live;
+    if (among.length === 0) return;
+    const target = among[Math.min(among.length - 1, Math.floor(fault.pick * among.length))];
+    const { expiresAfter, retryEvery } = this.scenario.timing;
+    const note = (type: string, detail?: string) => this.record(target, { kind: 'fault', type, ...(detail && { detail }) });
     this.faults++;
-    if (pick < 0.35) {
-      // Killed: no release; the kernel closes its endpoints; a new process takes its place later.
-      note('kill');
-      target.alive = false;
-      this.channels.killed(target);
-      target.db.close();
-      this.timeline.at(retryEvery * (0.5 + 2 * this.random()), () => this.start());
-    } else if (pick < 0.6) {
-      if (target.paused) return;
-      const length = expiresAfter * (0.1 + 3 * this.random());
-      note('pause', `${Math.round(length)} ms`);
-      target.paused = true;
-      this.timeline.at(length, () => {
-        target.paused = false;
-        this.timeline.resume(target);
-      });
-    } else if (pick < 0.8) {
-      // Unsubscribed (the lease released), subscribed again a little later.
-      // Noted when it happens: a paused process unsubscribes at its resumption.
-      this.timeline.at(0, () => (note('unsubscribe'), this.unsubscribe(target)), target);
-      this.timeline.at(retryEvery * this.random(), () => this.subscribe(target), target);
-    } else {
-      // The process's wall clock steps, forward or back, by up to ten minutes.
-      const step = Math.round((this.random() - 0.5) * 1_200_000);
-      note('wall-step', `${step} ms`);
-      target.wallOffset += step;
+    switch (fault.kind) {
+      case 'kill':
+      case 'restart':
+        note(fault.kind);
+        this.kill(target);
+        this.timeline.at(retryEvery * (0.5 + 2 * fault.size), () => this.start(fault.kind === 'kill' ? target.holder : undefined));
+        return;
+      case 'close':
+        // Its candidates end with DATABASE_CLOSED at their next operation; then it exits, and is restarted.
+        note('close');
+        target.db.close();
+        this.timeline.at(expiresAfter, () => (this.kill(target), this.start(target.holder)), target);
+        return;
+      case 'pause': {
+        if (target.paused) return;
+        const length = expiresAfter * (0.1 + 3 * fault.size);
+        note('pause', `${Math.round(length)} ms`);
+        target.paused = true;
+        this.timeline.at(length, () => {
+          target.paused = false;
+          this.timeline.resume(target);
+        });
+        return;
+      }
+      case 'unsubscribe':
+        // Done when it happens: a paused process unsubscribes at its resumption; one that
+        // already did, and has not subscribed again yet, has nothing to unsubscribe.
+        this.timeline.at(
+          0,
+          () => {
+            if (target.subscriptions.length === 0) return;
+            note('unsubscribe');
+            this.unsubscribe(target);
+            this.timeline.at(retryEvery * fault.size, () => this.subscribe(target), target);
+          },
+          target,
+        );
+        return;
+      case 'wall-step': {
+        const step = Math.round((fault.size - 0.5) * 1_200_000);
+        note('wall-step', `${step} ms`);
+        target.wallOffset += step;
+        return;
+      }
+      case 'step-down':
+        // Asked of a paused process, it steps down at its resumption.
+        this.timeline.at(0, () => (note('step-down'), target.stepDown.next()), target);
+        return;
     }
+  }
+
+  /** Killed: no release; the kernel closes its endpoints. */
+  private kill(process: SimProcess): void {
+    if (!process.alive) return;
+    process.alive = false;
+    this.channels.killed(process);
+    if (process.db.open) process.db.close();
+    for (let slot = 0; slot < this.scenario.slots; slot++) this.leading.delete(`${process.name} ${slot}`);
   }
 
   private end(process: SimProcess): void {
     if (!process.alive) return;
     process.alive = false;
     this.unsubscribe(process);
-    process.db.close();
+    if (process.db.open) process.db.close();
   }
+}
+
+/** An operation's answer, in a few words. */
+function describe(answer: unknown): string {
+  if (typeof answer !== 'object' || answer === null) return String(answer);
+  const { acquired, lease, expiresIn } = answer as { acquired?: boolean; lease?: { holder: string; term: number }; expiresIn?: number };
+  const left = expiresIn === undefined ? '' : `, ${expiresIn.toFixed(1)} ms left`;
+  const seen = lease ? `${lease.holder} term ${lease.term}${left}` : 'no lease';
+  return acquired === undefined ? seen : `${acquired ? 'acquired' : 'refused'}: ${seen}`;
 }

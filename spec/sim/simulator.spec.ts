@@ -1,88 +1,134 @@
-import { checkRun } from '../../sim/check';
-import { simulate, timelineNear } from '../../sim/main';
-import type { SimHistory } from '../../sim/world';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { checkRun } from '../../sim/check';
+import { timelineNear, simulate } from '../../sim/run';
+import { defaultTiming, faultKinds, Scenario, scenarioOf } from '../../sim/scenario';
+import { shrink } from '../../sim/shrink';
+import type { SimHistory, SimRecord } from '../../sim/world';
 
-const timing = { renewEvery: 200, expiresAfter: 600, retryEvery: 120 };
-/** Every run the simulator found a violation in, kept with what it found and what fixed it. */
-const corpus = JSON.parse(readFileSync(join(__dirname, 'corpus.json'), 'utf8')) as Array<{
-  seed: number;
-  candidates: number;
-  slots: number;
-  duration: number;
-  found: string;
-}>;
+/** Every run the simulator found a violation in, shrunk, kept with what it found and what fixed it. */
+const corpusFolder = join(__dirname, 'corpus');
+const corpus = readdirSync(corpusFolder)
+  .filter((file) => file.endsWith('.json'))
+  .map((file) => ({ file, scenario: JSON.parse(readFileSync(join(corpusFolder, file), 'utf8')) as Scenario }));
+
+/** Its first violation with the second before it, for a failure to show. */
+function firstViolation(outcome: ReturnType<typeof simulate>): string[] | undefined {
+  const [first] = outcome.violations;
+  return first && [`${first.check}: ${first.detail}`, ...timelineNear(outcome.history, first)];
+}
 
 describe('the simulator (npm run simulate)', () => {
-  it('replays a seed exactly: the same events, faults and times', () => {
-    const options = { candidates: 3, slots: 2, duration: 20_000, ...timing };
-    const [first, again] = [simulate(7, options), simulate(7, options)];
+  it('replays a scenario exactly: the same events, faults and times', () => {
+    const scenario = scenarioOf(7, { candidates: 3, slots: 2, duration: 20_000 });
+    const [first, again] = [simulate(scenario), simulate(JSON.parse(JSON.stringify(scenario)) as Scenario)];
     expect(first.history.records.length).toBeGreaterThan(100);
     expect(again.history.records).toEqual(first.history.records);
-    expect(simulate(8, options).history.records).not.toEqual(first.history.records);
+    expect(simulate(scenarioOf(8, { candidates: 3, slots: 2, duration: 20_000 })).history.records).not.toEqual(first.history.records);
   });
 
   it('runs the real campaign and statements through faults of every kind, and finds no violation in fresh seeds', () => {
     const seed = Date.now() % 100_000;
-    let [failovers, faults] = [0, 0];
+    let failovers = 0;
     const kinds = new Set<string>();
     for (let run = 0; run < 8; run++) {
-      const outcome = simulate(seed + run, { candidates: 3 + (run % 3), slots: 1 + (run % 2), duration: 30_000, ...timing });
-      const first = outcome.violations[0];
-      // A violation shows with its seed and timeline: `npm run simulate -- --seed N` replays it.
-      expect({ seed: seed + run, violation: first && [first.detail, ...timelineNear(outcome.history, first)] }).toEqual({
-        seed: seed + run,
-        violation: undefined,
-      });
+      const outcome = simulate(scenarioOf(seed + run, { candidates: 3 + (run % 3), slots: 1 + (run % 2), duration: 30_000 }));
+      // A violation shows with its seed: `npm run simulate -- --seed N --candidates C --slots S --duration 30000` finds and shrinks it.
+      expect({ seed: seed + run, violation: firstViolation(outcome) }).toEqual({ seed: seed + run, violation: undefined });
       failovers += outcome.failovers;
-      faults += outcome.history.faults;
       for (const r of outcome.history.records) if (r.kind === 'fault') kinds.add(r.type);
     }
-    expect([...kinds].sort()).toEqual(
-      ['busy-after', 'busy-before', 'io-error-after', 'io-error-before', 'kill', 'pause', 'unsubscribe', 'wall-step'].sort(),
-    );
-    expect(failovers).toBeGreaterThan(100);
-    expect(faults).toBeGreaterThan(100);
+    expect([...kinds].sort()).toEqual([...faultKinds, 'busy-after', 'busy-before', 'io-error-after', 'io-error-before'].sort());
+    expect(failovers).toBeGreaterThan(200);
   });
 
-  it.each(corpus)(
-    'replays seed $seed of its corpus of findings (corpus.json) with no violation',
-    ({ seed, candidates, slots, duration }) => {
-      const outcome = simulate(seed, { candidates, slots, duration, ...timing });
-      const first = outcome.violations[0];
-      expect(first && [first.detail, ...timelineNear(outcome.history, first)]).toBeUndefined();
-    },
-  );
+  it.each(corpus)('replays $file of its corpus of findings (spec/sim/corpus) with no violation', ({ scenario }) => {
+    expect(firstViolation(simulate(scenario))).toBeUndefined();
+  });
+
+  it('shrinks a failing scenario to the faults it needs: no other fault, noise, candidate or slot', () => {
+    // A judge that sees a violation wherever a wall clock stepped and a process was paused:
+    // shrunk, two faults of a long run are left, and nothing else the run held.
+    const scenario = scenarioOf(3, { candidates: 3, slots: 1, duration: 30_000 });
+    const needs = (candidate: Scenario) =>
+      candidate.faults.some((f) => f.kind === 'wall-step') && candidate.faults.some((f) => f.kind === 'pause');
+    expect(needs(scenario)).toBe(true);
+    const violation = (candidate: Scenario) => ({ check: 'overlap' as const, at: candidate.duration, detail: '' });
+    const shrunk = shrink(scenario, violation(scenario), {
+      seconds: 30,
+      judge: (candidate) => (needs(candidate) ? [violation(candidate)] : []),
+    });
+    expect(shrunk.scenario.faults.map((f) => f.kind).sort()).toEqual(['pause', 'wall-step']);
+    expect(shrunk.scenario).toMatchObject({
+      candidates: 1,
+      slots: 1,
+      noise: { latency: false, failures: false, lateness: false, options: false },
+    });
+  });
 
   describe('its checker', () => {
-    const history = (records: SimHistory['records']): SimHistory => ({
-      options: { seed: 1, candidates: 2, slots: 1, duration: 1_000, file: '', ...timing },
+    const history = (records: SimRecord[]): SimHistory => ({
+      scenario: { seed: 1, candidates: 2, slots: 1, duration: 1_000, timing: defaultTiming, noise: noNoise, faults: [] },
       records,
       quietFrom: 0,
       endedAt: 5_000,
-      live: [{ process: 'b', holders: ['b'] }],
       faults: 0,
     });
-    const elected = (process: string, term: number, at: number, deadline: number) =>
-      ({ at, process, kind: 'event', slot: 0, holder: process, type: 'elected', term, deadline }) as const;
+    const noNoise = { latency: false, failures: false, lateness: false, options: false };
+    const elected = (process: string, term: number, at: number, deadline: number): SimRecord => ({
+      at,
+      process,
+      holder: process,
+      kind: 'event',
+      slot: 0,
+      type: 'elected',
+      term,
+      deadline,
+    });
+    const event = (process: string, at: number, type: string, term?: number): SimRecord => ({
+      at,
+      process,
+      holder: process,
+      kind: 'event',
+      slot: 0,
+      type,
+      ...(term !== undefined && { term }),
+    });
+    const checks = (records: SimRecord[]) => checkRun(history(records)).violations.map((v) => v.check);
 
     it('finds two beliefs at one instant, counted to each deadline', () => {
-      const outcome = checkRun(history([elected('a', 1, 0, 600), elected('b', 2, 500, 5_000)]));
-      expect(outcome.violations.map((v) => v.check)).toEqual(['overlap']);
+      expect(checks([elected('a', 1, 0, 600), elected('b', 2, 500, 5_000)])).toEqual(['overlap']);
     });
 
     it('ends a belief at a kill, and at a deadline passed without a renewal', () => {
-      const killed = checkRun(
-        history([elected('a', 1, 0, 600), { at: 100, process: 'a', kind: 'fault', type: 'kill' }, elected('b', 2, 200, 5_000)]),
-      );
-      const expired = checkRun(history([elected('a', 1, 0, 600), elected('b', 2, 601, 5_000)]));
-      expect([killed.violations, expired.violations]).toEqual([[], []]);
+      const killed = [elected('a', 1, 0, 600), { ...event('a', 100, 'kill'), kind: 'fault' as const }, elected('b', 2, 200, 5_000)];
+      expect(checks(killed)).toEqual([]);
+      expect(checks([elected('a', 1, 0, 600), elected('b', 2, 601, 5_000)])).toEqual([]);
     });
 
     it('finds a term that went back, and a slot left without a leader for longer than a late answer, a lease and a retry explain', () => {
-      const outcome = checkRun(history([elected('b', 2, 0, 600), elected('a', 1, 700, 1_300)]));
-      expect(outcome.violations.map((v) => v.check)).toEqual(['term-order', 'liveness']);
+      expect(checks([elected('b', 2, 0, 600), elected('a', 1, 700, 1_300)])).toEqual(['term-order', 'liveness']);
+    });
+
+    it("finds a candidate's events out of the order the campaign promises", () => {
+      const renewedUnled = [elected('a', 1, 0, 600), event('a', 100, 'lost'), event('a', 200, 'renewed', 1), elected('a', 2, 300, 5_000)];
+      expect(checks(renewedUnled)).toEqual(['malformed']);
+      expect(checks([elected('a', 1, 0, 600), elected('a', 2, 100, 5_000)])).toEqual(['malformed']);
+    });
+
+    it("finds a stream that ended, unless the fault closed the process's connection under it", () => {
+      const ended: SimRecord = {
+        at: 100,
+        process: 'a',
+        holder: 'a',
+        kind: 'error',
+        slot: 0,
+        type: 'terminated',
+        detail: 'DATABASE_CLOSED: closed',
+      };
+      const closed: SimRecord = { at: 50, process: 'a', holder: 'a', kind: 'fault', type: 'close' };
+      expect(checks([elected('b', 1, 0, 5_000), ended])).toEqual(['terminated']);
+      expect(checks([elected('b', 1, 0, 5_000), closed, ended])).toEqual([]);
     });
   });
 });

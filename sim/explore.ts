@@ -1,0 +1,81 @@
+/**
+ * Runs seed after seed for a while and stops at the first violation; and replays a scenario,
+ * with its timeline. What `npm run simulate` does (with explore-threads.ts to run on every
+ * core, and shrink.ts), as functions the specs call.
+ */
+import type { SimViolation } from './check';
+import { simulate, timelineOf } from './run';
+import { Scenario, scenarioOf } from './scenario';
+
+export interface Shape {
+  candidates: number;
+  slots: number;
+  duration: number;
+  plant?: string;
+}
+
+export interface Exploration {
+  runs: number;
+  failovers: number;
+  faults: number;
+  /** The lowest seed run and the highest. */
+  seeds: [number, number];
+  /** The first run that failed: its scenario and its first violation. */
+  found?: { scenario: Scenario; violation: SimViolation };
+}
+
+export interface ExploreOptions {
+  /** The first seed, */
+  seed: number;
+  /** then every `stride`th (one thread of several runs seed, seed + stride, ...). */
+  stride?: number;
+  /** For how long (this machine's seconds); one run at least. */
+  seconds: number;
+  /** Asked between runs: whether to stop now (another thread found a violation). */
+  stop?: () => boolean;
+}
+
+export function explore(shape: Shape, { seed, stride = 1, seconds, stop = () => false }: ExploreOptions): Exploration {
+  const until = performance.now() + seconds * 1_000;
+  const exploration: Exploration = { runs: 0, failovers: 0, faults: 0, seeds: [seed, seed] };
+  for (let next = seed; exploration.runs === 0 || (performance.now() < until && !stop()); next += stride) {
+    const scenario = scenarioOf(next, shape);
+    const outcome = simulate(scenario);
+    exploration.runs++;
+    exploration.failovers += outcome.failovers;
+    exploration.faults += outcome.history.faults;
+    exploration.seeds[1] = next;
+    const [violation] = outcome.violations;
+    if (violation !== undefined) return { ...exploration, found: { scenario, violation } };
+  }
+  return exploration;
+}
+
+/**
+ * A scenario's run told for a reader: its violation, the faults it planned, and every
+ * event and operation from two leases before the violation to it.
+ */
+export function story(scenario: Scenario): { violation?: SimViolation; lines: string[] } {
+  const outcome = simulate(scenario, { trace: true });
+  const [violation] = outcome.violations;
+  const { timing } = scenario;
+  const lines = [
+    `${scenario.candidates} candidate(s), ${scenario.slots} slot(s), ${scenario.duration} ms of faults, seed ${scenario.seed}` +
+      `${scenario.plant === undefined ? '' : `, planted: ${scenario.plant}`}; noise: ` +
+      (Object.entries(scenario.noise)
+        .filter(([, on]) => on)
+        .map(([kind]) => kind)
+        .join(', ') || 'none'),
+    ...(scenario.found === undefined ? [] : [`found: ${scenario.found}`]),
+    `faults: ${scenario.faults.map((f) => `${f.kind} at ${f.at} ms${f.atLeader ? ' (a leader)' : ''}`).join('; ') || 'none'}`,
+  ];
+  if (violation === undefined) return { lines: [...lines, 'no violation'] };
+  return {
+    violation,
+    lines: [
+      ...lines,
+      `violation, ${violation.check}: ${violation.detail}`,
+      ...timelineOf(outcome.history.records, violation.at - 2 * timing.expiresAfter, violation.at + 1),
+    ],
+  };
+}

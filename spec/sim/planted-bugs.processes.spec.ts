@@ -1,0 +1,62 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { plants } from '../../sim/plants';
+import type { Scenario } from '../../sim/scenario';
+
+const main = join(__dirname, '..', '..', 'build', 'sim', 'main.js');
+
+/** `npm run simulate -- ...args` on the built simulator: its exit code and output. */
+function simulate(args: string[]): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [main, ...args], { maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) =>
+      resolve({ code: error === null ? 0 : Number(error.code), output: stdout + stderr }),
+    );
+  });
+}
+
+// Each bug a careless change could make (sim/plants.ts), switched into the built library as
+// it loads: the simulator finds it from seed 1, shrinks it to a few faults and a short
+// timeline, and the scenario it writes shows the same violation when replayed. On one
+// thread, and shrunk by a number of runs rather than for a time: the same result on any
+// machine, however busy.
+describe.each(Object.entries(plants))('npm run simulate -- --plant %s', (name, { what }) => {
+  it(`finds ${what}, and shrinks it`, async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'observe-leadership-plant-'));
+    const file = join(folder, 'shrunk.json');
+    try {
+      const found = await simulate([
+        '--plant',
+        name,
+        '--seed',
+        '1',
+        '--seconds',
+        '30',
+        '--threads',
+        '1',
+        '--shrink-runs',
+        '200',
+        '--out',
+        file,
+      ]);
+      const violation = /^seed \d+: (\S+): /m.exec(found.output);
+      expect({ code: found.code, violation: violation !== null, output: violation === null ? found.output : '' }).toEqual({
+        code: 1,
+        violation: true,
+        output: '',
+      });
+      const shrunk = JSON.parse(readFileSync(file, 'utf8')) as Scenario;
+      expect(shrunk.plant).toBe(name);
+      expect(shrunk.faults.length).toBeLessThanOrEqual(16); // of about 500
+      const timeline = found.output.slice(found.output.indexOf('its timeline:'), found.output.indexOf('replay:')).split('\n');
+      expect(timeline.length).toBeLessThan(80);
+
+      const replayed = await simulate(['--replay', file]);
+      expect(replayed.code).toBe(1);
+      expect(replayed.output).toContain(`violation, ${violation![1]}: `);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+});
