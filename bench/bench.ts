@@ -6,7 +6,7 @@
  * interval). Prints the tables, writes results.json and latency.svg into FOLDER (bench/ by
  * default; a temporary folder for --smoke, the tiny run that CI makes so that this script
  * cannot rot, and for --only, which runs some of the scenarios: a comma-separated list of
- * handoff, takeover, scale, locked, idle, statements, drivers, postgres, fleet).
+ * handoff, takeover, scale, locked, idle, statements, drivers, postgres, fleet, simulator).
  *
  * Every SQLite scenario runs once per journal mode of --journal (a comma-separated list of
  * delete, truncate, persist, wal; all four by default). Processes open the file as users do:
@@ -22,7 +22,10 @@
  * beside the same trials on SQLite, and the handoffs through PgBouncer in its transaction
  * and session modes. `fleet` runs 64 processes on 8 hosts (network namespaces: root only)
  * against a server of its own with PostgreSQL's default max_connections (see fleet.ts).
+ * `simulator` runs `npm run simulate` for 60 s (3 in the smoke) on every core, from seed 1,
+ * and reports its failovers a second.
  */
+import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -144,7 +147,7 @@ async function serverVersion(url: string): Promise<string> {
   }
 }
 
-const scenarios = ['handoff', 'takeover', 'scale', 'locked', 'idle', 'statements', 'drivers', 'postgres', 'fleet'] as const;
+const scenarios = ['handoff', 'takeover', 'scale', 'locked', 'idle', 'statements', 'drivers', 'postgres', 'fleet', 'simulator'] as const;
 type Scenario = (typeof scenarios)[number];
 
 function parseArguments(argv: string[]) {
@@ -180,6 +183,7 @@ async function main(): Promise<void> {
   const sqlite = await sqliteScenarios(run);
   const postgres = options.runs('postgres') ? await postgresScenarios(run) : undefined;
   const fleetResult = options.runs('fleet') ? await fleet(run.fleetSize, run.random, run.log) : undefined;
+  const simulator = options.runs('simulator') ? await simulatorScenario(options.smoke ? 3 : 60, run.log) : undefined;
   const results = {
     date: new Date().toISOString(),
     smoke: options.smoke,
@@ -202,6 +206,7 @@ async function main(): Promise<void> {
     ...sqlite,
     postgres,
     fleet: fleetResult,
+    simulator,
   };
   const { out } = options;
   mkdirSync(out, { recursive: true });
@@ -523,7 +528,38 @@ type BenchResults = SqliteResults & {
   config: { scaleProcesses: number; processes: number };
   postgres: Awaited<ReturnType<typeof postgresScenarios>> | undefined;
   fleet: Awaited<ReturnType<typeof fleet>> | undefined;
+  simulator: SimulatorRun | undefined;
 };
+
+interface SimulatorRun {
+  seconds: number;
+  threads: number;
+  failovers: number;
+  faults: number;
+  violations: number;
+  failoversPerSecond: number;
+}
+
+/** `npm run simulate -- --seconds S` from seed 1 on every core: what its last line says. */
+async function simulatorScenario(seconds: number, log: (line: string) => void): Promise<SimulatorRun> {
+  log(`simulator: ${seconds} s on ${os.availableParallelism()} threads`);
+  const output = await new Promise<string>((resolve, reject) =>
+    execFile(process.execPath, [join(__dirname, '..', 'sim', 'main.js'), '--seconds', String(seconds)], (error, stdout) =>
+      error === null ? resolve(stdout) : reject(new Error(`npm run simulate failed: ${stdout}${error.message}`)),
+    ),
+  );
+  const last = /simulated: (\d+) failovers, (\d+) faults, (\d+) violations in ([\d.]+) s/.exec(output);
+  if (last === null) throw new Error(`npm run simulate printed no summary: ${output}`);
+  const [failovers, faults, violations, took] = last.slice(1).map(Number);
+  return {
+    seconds: took,
+    threads: os.availableParallelism(),
+    failovers,
+    faults,
+    violations,
+    failoversPerSecond: Math.round(failovers / took),
+  };
+}
 
 /** Prints the run's tables: failover and costs beside the original worker's, then what idle clusters cost. */
 function printResults(results: BenchResults, log: (line: string) => void): void {
@@ -653,6 +689,16 @@ function printResults(results: BenchResults, log: (line: string) => void): void 
   }
   for (const [kind, errors] of Object.entries(busyErrors))
     rows.push([`error events, ${size.scaleProcesses}-process handoffs, ${kind}`, `${errors}`, '', '']);
+  const { simulator } = results;
+  if (simulator) {
+    const { seconds, threads, failovers, faults, violations, failoversPerSecond } = simulator;
+    rows.push([
+      `simulator (npm run simulate), ${seconds} s on ${threads} threads: failovers/s; failovers, faults, violations`,
+      `${failoversPerSecond}/s; ${failovers}, ${faults}, ${violations}`,
+      '',
+      '',
+    ]);
+  }
   printTable(rows, log);
 
   if (idle.length > 0) {

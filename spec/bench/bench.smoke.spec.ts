@@ -25,6 +25,7 @@ describe('npm run bench -- --smoke', () => {
         };
         namedHandoffMisses: Record<string, number>;
         fleet: FleetResult;
+        simulator: { failovers: number; violations: number; failoversPerSecond: number };
         idle: Array<IdleRun & { journal: string; kind: string }>;
         statements: Record<string, unknown>;
         drivers: DriverRun[];
@@ -61,6 +62,9 @@ describe('npm run bench -- --smoke', () => {
       ]) {
         expect(Number.isFinite(trials.p50)).toBe(true);
       }
+      // The simulator, for 3 s: failovers, no violation.
+      expect(results.simulator).toMatchObject({ violations: 0, failovers: expect.any(Number) });
+      expect(results.simulator.failovers).toBeGreaterThan(0);
       // The fleet, tiny: processes on two network-namespace hosts, one connection each, one leader at a time.
       const { fleet } = results;
       expect(fleet).toMatchObject({ hosts: 2, processes: 4, maxConnections: 100, overlaps: 0 });
