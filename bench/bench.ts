@@ -538,6 +538,8 @@ interface SimulatorRun {
   faults: number;
   violations: number;
   failoversPerSecond: number;
+  /** Of one core: the threads' failovers a second, shared out. */
+  failoversPerSecondPerCore: number;
 }
 
 /** `npm run simulate -- --seconds S` from seed 1 on every core: what its last line says. */
@@ -551,13 +553,16 @@ async function simulatorScenario(seconds: number, log: (line: string) => void): 
   const last = /simulated: (\d+) failovers, (\d+) faults, (\d+) violations in ([\d.]+) s/.exec(output);
   if (last === null) throw new Error(`npm run simulate printed no summary: ${output}`);
   const [failovers, faults, violations, took] = last.slice(1).map(Number);
+  const threads = os.availableParallelism();
+  const failoversPerSecond = Math.round(failovers / took);
   return {
     seconds: took,
-    threads: os.availableParallelism(),
+    threads,
     failovers,
     faults,
     violations,
-    failoversPerSecond: Math.round(failovers / took),
+    failoversPerSecond,
+    failoversPerSecondPerCore: Math.round(failoversPerSecond / threads),
   };
 }
 
@@ -691,10 +696,10 @@ function printResults(results: BenchResults, log: (line: string) => void): void 
     rows.push([`error events, ${size.scaleProcesses}-process handoffs, ${kind}`, `${errors}`, '', '']);
   const { simulator } = results;
   if (simulator) {
-    const { seconds, threads, failovers, faults, violations, failoversPerSecond } = simulator;
+    const { seconds, threads, failovers, faults, violations, failoversPerSecond, failoversPerSecondPerCore: perCore } = simulator;
     rows.push([
-      `simulator (npm run simulate), ${seconds} s on ${threads} threads: failovers/s; failovers, faults, violations`,
-      `${failoversPerSecond}/s; ${failovers}, ${faults}, ${violations}`,
+      `simulator (npm run simulate), ${seconds} s on ${threads} threads: failovers/s (of one core); failovers, faults, violations`,
+      `${failoversPerSecond}/s (${perCore}/s); ${failovers}, ${faults}, ${violations}`,
       '',
       '',
     ]);
