@@ -37,6 +37,8 @@ describe.each(Object.entries(plants))('npm run simulate -- --plant %s', (name, {
         '1',
         '--shrink-runs',
         '200',
+        '--shrink-seconds',
+        '3600',
         '--out',
         file,
       ]);
@@ -58,5 +60,5 @@ describe.each(Object.entries(plants))('npm run simulate -- --plant %s', (name, {
     } finally {
       rmSync(folder, { recursive: true, force: true });
     }
-  });
+  }, 120_000);
 });
