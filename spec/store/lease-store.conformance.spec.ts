@@ -344,8 +344,8 @@ describe.each(stores)('%s lease store', (_, open) => {
 
       it('holds the others back for the length of a declaration only, whatever the wall clock of the candidate that made it', async () => {
         // A preferred candidate whose wall clock had stepped ten minutes forward, then died:
-        // on the wall clock, its declaration held every lower one back for ten minutes, the
-        // slot free meanwhile (the simulator's finding; see docs/developing.md).
+        // on the wall clock, its declaration would hold every lower one back for the step's
+        // length, the slot free meanwhile (the simulator's finding; see docs/developing.md).
         const leader = prioritized('leader', 0);
         await eventually('the first leader', leader.elected); // and, on PostgreSQL, a session that hears declarations
         const now = readClocks();

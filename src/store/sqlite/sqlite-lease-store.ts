@@ -296,8 +296,8 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
    * Priorities are timed on the host's monotonic clock, as leases are: a declaration that
    * outlived its candidate (killed) holds the others back for its length, and no longer. On
    * the wall clock, the declaration of a candidate whose clock had stepped forward held every
-   * lower one back for the step's length, the slot free meanwhile (the simulator found it:
-   * ten minutes without a leader after a step of ten minutes).
+   * lower one back for the step's length, the slot free meanwhile (the simulator found a
+   * slot without a leader until its run ended, after a candidate's clock stepped 216 s).
    */
   declare(slot: number, holder: string, priority: number, now: ClockReading, expiresAfter: number): void {
     this.guard((statements) =>
