@@ -253,20 +253,21 @@ function allowance(fault: FaultRecord, expiresAfter: number, retryBound: number)
 }
 
 /**
- * How long after `fault` the slot had no process campaigning for it but the one the fault
- * hit: 0 if another was campaigning, else until one subscribed (a victim of an earlier kill
+ * How long after `fault` the slot had no process campaigning for it but those the fault
+ * hit: 0 if another was campaigning, else until one began to (a victim of an earlier kill
  * starting again; a Node.js process takes seconds to start on a machine busy with other
- * builds). Nobody can take a slot before then, whatever the library does: seen in a CI
- * rehearsal, where every candidate was killed with its standbys and the original worker,
- * the only process left, was then killed too; the next candidate subscribed 3.4 s later.
+ * builds). Nobody can take a slot before then, whatever the library does: seen in CI
+ * rehearsals, where every candidate was killed with its standbys (and, once, the original
+ * worker, the only process left, then too; the next candidate subscribed 3.4 s later).
  */
 function untilSomeoneCampaigns(fault: FaultRecord, records: WorkerRecord[]): number {
-  // Each process campaigns from its `subscribed` to its `unsubscribed` (stopped, or
-  // subscribing again) or its death; the original worker for slot 0 only.
+  // Each process campaigns from its `subscribed` (reported as `subscribe` returns, after the
+  // first attempt's events) to its `unsubscribed` (stopped, or subscribing again) or its
+  // death; the original worker for slot 0 only.
   const spans: Array<{ pid: number; start: number; end: number }> = [];
   const open = new Map<number, { pid: number; start: number; end: number }>();
   const slotOf = new Map<number, number | undefined>();
-  for (const r of records) {
+  for (const r of [...records].sort((a, b) => a.at - b.at)) {
     if (r.type === 'subscribed' && !open.has(r.pid)) {
       const span = { pid: r.pid, start: r.at, end: Infinity };
       open.set(r.pid, span);
@@ -277,7 +278,8 @@ function untilSomeoneCampaigns(fault: FaultRecord, records: WorkerRecord[]): num
       open.delete(r.pid);
     }
   }
-  const others = spans.filter((span) => span.pid !== fault.pid && (slotOf.get(span.pid) ?? fault.slot) === fault.slot);
+  const hit = new Set([fault.pid, ...(fault.victims ?? [])]);
+  const others = spans.filter((span) => !hit.has(span.pid) && (slotOf.get(span.pid) ?? fault.slot) === fault.slot);
   if (others.some((span) => span.start <= fault.at && span.end > fault.at)) return 0;
   const next = others.filter((span) => span.start > fault.at).sort((a, b) => a.start - b.start)[0];
   return next === undefined ? 0 : next.start - fault.at;

@@ -117,7 +117,7 @@ export class FaultInjector {
         if (holders === undefined) return skip(fault, 'this store keeps no standby places');
         const standbys = workers.live().filter((w) => w !== leader && holders.includes(w.holder ?? ''));
         const victims = [leader, ...standbys];
-        Object.assign(fault, began());
+        Object.assign(fault, began(), { victims: victims.map((victim) => victim.pid) });
         for (const victim of victims) victim.signal('SIGKILL');
         const restarted = victims.map((victim) => workers.restartLater(victim));
         // Nobody left to take the slot: it waits for a victim to campaign again too.

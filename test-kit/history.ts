@@ -55,6 +55,8 @@ export interface FaultRecord {
   slot: number;
   /** The process it hit (for `burst`, the first of them), if any led or followed. */
   pid?: number;
+  /** For `kill-with-standbys`: every process it killed, the leader first. */
+  victims?: number[];
   /** The target's holder on `slot` when the fault began, if it led. */
   holder?: string;
   /** Why nothing was done, if nothing was (no leader to hit, say). */

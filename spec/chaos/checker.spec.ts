@@ -140,6 +140,23 @@ describe('checkHistory', () => {
     expect(flaws(history({ records: [subscribed(1, 0), subscribed(2, 0), ...late], ledger: [] }))).toEqual(['liveness']);
   });
 
+  it('does not count the standbys a kill took with the leader as campaigning', () => {
+    // Seen in a CI rehearsal: a kill of the leader (1) took its standbys (3, 4) 35 ms later;
+    // the only other process (2) was still starting, and reported its election at 1501 just
+    // before its `subscribed` (its first attempt runs within `subscribe`).
+    const subscribed = (pid: number, at: number): WorkerRecord => ({ pid, at, type: 'subscribed', holder: `p${pid}` });
+    const killed = (pid: number, at: number): WorkerRecord => ({ pid, at, type: 'killed' });
+    const late = history().records.map((r) => (r.holder === 'b' ? { ...r, at: r.at + 500 } : r));
+    const standbys = [subscribed(3, 0), subscribed(4, 0), killed(3, 485), killed(4, 485)];
+    const records = [subscribed(1, 0), ...standbys, ...late, subscribed(2, 1503)];
+    const fault: FaultRecord = { kind: 'kill-with-standbys', at: 450, slot: 0, pid: 1, holder: 'a', victims: [1, 3, 4] };
+    const result = checkHistory(history({ records, faults: [fault], ledger: [] }), { slack: 100 });
+    expect(result.violations).toEqual([]);
+    expect(result.outcomes).toEqual([expect.objectContaining({ gap: 1501 - 450, allowed: 800 + (1503 - 450) })]);
+    // Standbys that outlived the kill were campaigning: the same gap is then a violation.
+    expect(flaws(history({ records, faults: [{ ...fault, victims: [1] }], ledger: [] }))).toEqual(['liveness']);
+  });
+
   describe('on the monotonic clock, with a wall clock that steps', () => {
     /** The clean history, each time also on the monotonic clock (the wall clock's + 10_000), and the wall clock then stepped. */
     const stepped = (wallShift: (at: number) => number, changes: Partial<ChaosHistory> = {}): ChaosHistory => {
