@@ -127,8 +127,11 @@ const expectedShapes: Record<string, Shape> = {
   },
 };
 
-interface ColumnInfo {
-  name: string;
+/** A row of `describeSchema`: a column of one of the schema's tables, or a trigger (no column). */
+interface SchemaRow {
+  object: string;
+  /** Null for a trigger: the row only says that it exists. */
+  name: string | null;
   type: string;
   notnull: number;
   dflt_value: unknown;
@@ -136,33 +139,50 @@ interface ColumnInfo {
 }
 
 /**
+ * The schema's objects that exist, each table with its columns, in one statement: a
+ * candidate's first operation reads it, and a process that starts often (a worker pool, the
+ * simulator) should not pay a statement per table.
+ */
+const describeSchema = `SELECT object.name AS object, c.name AS name, c.type AS type, c."notnull" AS "notnull",
+    c.dflt_value AS dflt_value, c.pk AS pk
+  FROM sqlite_master AS object LEFT JOIN pragma_table_info(object.name) AS c
+  WHERE object.name IN (${schemaObjects.map((name) => `'${name}'`).join(', ')})`;
+
+/**
  * Creates whatever of the schema is missing, then checks that the tables have the shape
  * the statements rely on. Takes the write lock only when something must be created.
  */
 export function installSqliteSchema(db: Database): void {
-  const present = db
-    .prepare(`SELECT count(*) FROM sqlite_master WHERE name IN (${schemaObjects.map(() => '?').join(', ')})`)
-    .pluck()
-    .get(...schemaObjects);
-  if (present !== schemaObjects.length) {
-    db.transaction(() => db.exec(schema)).immediate();
-  }
-  if (lacksClock(db)) {
-    // Made by an earlier version: the column added under the write lock, once.
+  let columns = describe(db);
+  const missing = schemaObjects.some((name) => !columns.some((column) => column.object === name));
+  if (missing || lacksClock(columns)) {
     db.transaction(() => {
-      if (lacksClock(db)) db.exec(`ALTER TABLE worker_leadership_candidate ADD COLUMN clock TEXT NOT NULL DEFAULT ''`);
+      if (missing) db.exec(schema);
+      // Made by an earlier version: the column added under the write lock, once.
+      if (lacksClock(describe(db))) db.exec(`ALTER TABLE worker_leadership_candidate ADD COLUMN clock TEXT NOT NULL DEFAULT ''`);
     }).immediate();
+    columns = describe(db);
   }
-  for (const [table, shape] of Object.entries(expectedShapes)) checkShape(db, table, shape);
+  for (const [table, shape] of Object.entries(expectedShapes)) {
+    checkShape(
+      table,
+      shape,
+      columns.filter((column): column is SchemaRow & { name: string } => column.object === table && column.name !== null),
+    );
+  }
+}
+
+function describe(db: Database): SchemaRow[] {
+  return db.prepare<[], SchemaRow>(describeSchema).all();
 }
 
 /** Whether the priorities' table was made before declarations named their clock. */
-function lacksClock(db: Database): boolean {
-  return !(db.pragma('table_info(worker_leadership_candidate)') as ColumnInfo[]).some((column) => column.name === 'clock');
+function lacksClock(columns: SchemaRow[]): boolean {
+  const table = columns.filter((column) => column.object === 'worker_leadership_candidate');
+  return table.length > 0 && !table.some((column) => column.name === 'clock');
 }
 
-function checkShape(db: Database, table: string, { columns: expected, key }: Shape): void {
-  const columns = db.pragma(`table_info(${table})`) as ColumnInfo[];
+function checkShape(table: string, { columns: expected, key }: Shape, columns: Array<SchemaRow & { name: string }>): void {
   const problems: string[] = [];
   for (const [name, affinity] of Object.entries(expected)) {
     const column = columns.find((c) => c.name === name);
