@@ -1,5 +1,5 @@
 import { LeadershipError } from '../core/leadership-error';
-import { isPromiseLike } from '../core/eventually';
+import { isPromiseLike, valueNow } from '../core/eventually';
 import { stands } from '../store/lease-check';
 import { AcquireResult, ChangeOrigin, LeaseChange, LeaseRecord, LockTaken, sameTenure } from '../store/lease-store';
 import type { CampaignContext } from './campaign-context';
@@ -207,8 +207,8 @@ export class FollowerSteps {
     const known = declared !== undefined && declared.priority > 0 && now - declared.at < campaign.timing.expiresAfter;
     if (priorities === undefined || (!waitForLock && !known && priorities.heard !== true)) return 0;
     try {
-      const highest = priorities.highest(campaign.slot, campaign.holder, campaign.reading());
-      follower.declared = typeof highest === 'number' ? { priority: highest, at: now } : undefined;
+      const highest = valueNow(priorities.highest(campaign.slot, campaign.holder, campaign.reading()));
+      follower.declared = highest === undefined ? undefined : { priority: highest, at: now };
     } catch {
       follower.declared = undefined; // a lock or an error: the attempt tells
     }

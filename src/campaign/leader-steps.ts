@@ -1,3 +1,4 @@
+import { valueNow } from '../core/eventually';
 import { LockTaken } from '../store/lease-store';
 import type { CampaignContext } from './campaign-context';
 import type { Leading } from './campaign-phase';
@@ -116,8 +117,8 @@ export class LeaderSteps {
     const priorities = campaign.powers.priorities;
     if (!preempt || priorities === undefined || campaign.now() - leading.since < expiresAfter) return false;
     try {
-      const highest = priorities.highest(campaign.slot, campaign.holder, campaign.reading());
-      return typeof highest === 'number' && highest > priority;
+      const highest = valueNow(priorities.highest(campaign.slot, campaign.holder, campaign.reading()));
+      return highest !== undefined && highest > priority;
     } catch {
       return false; // asked again at the next renewal
     }

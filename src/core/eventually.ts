@@ -9,3 +9,13 @@ export type Eventually<T> = T | PromiseLike<T>;
 export function isPromiseLike<T>(value: Eventually<T>): value is PromiseLike<T> {
   return typeof (value as { then?: unknown } | null)?.then === 'function';
 }
+
+/**
+ * The value if it is here now, else `undefined`: a value still to come is not waited for,
+ * and its failure is caught (an unhandled rejection would end the host's process).
+ */
+export function valueNow<T>(value: Eventually<T>): T | undefined {
+  if (!isPromiseLike(value)) return value;
+  value.then(undefined, () => undefined);
+  return undefined;
+}
