@@ -1,12 +1,13 @@
 /**
  * What a simulated run must never show, judged on true time: two beliefs of one slot at the
  * same instant, a term that does not grow, a stream that ended, a slot left without a
- * leader once the faults stopped.
+ * leader once the faults stopped, an error nothing handled (or anything run outside the
+ * simulated time, where one would go unseen).
  */
 import type { SimHistory, SimRecord } from './world';
 
 export interface SimViolation {
-  check: 'overlap' | 'term-order' | 'malformed' | 'terminated' | 'liveness';
+  check: 'overlap' | 'term-order' | 'malformed' | 'terminated' | 'liveness' | 'unhandled';
   detail: string;
   /** True time at which it shows. */
   at: number;
@@ -75,6 +76,9 @@ export function checkRun(history: SimHistory): SimOutcome {
   for (const r of history.records) {
     if (r.kind === 'error' && !(closed.has(r.process) && r.detail?.startsWith('DATABASE_CLOSED')))
       violations.push({ check: 'terminated', at: r.at, detail: `${r.process} slot ${r.slot}: ${r.detail}` });
+  }
+  for (const r of history.records) {
+    if (r.kind === 'unhandled') violations.push({ check: 'unhandled', at: r.at, detail: `${r.process}: ${r.detail}` });
   }
   violations.push(...malformed(history.records));
   const failovers = history.records.filter((r) => r.kind === 'event' && r.type === 'elected').length - slots;

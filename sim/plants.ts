@@ -67,6 +67,12 @@ export const plants: Record<string, Plant> = {
     find: 'const expiresAt = sentAt + campaign.timing.expiresAfter;',
     replace: 'const expiresAt = campaign.now() + campaign.timing.expiresAfter;',
   },
+  'standby-rejection-unhandled': {
+    what: 'a standby claim answered later (a promise) whose failure nobody catches: an unhandled rejection ends the process',
+    file: 'src/campaign/follower-steps.js',
+    find: 'held.then(settle, () => undefined);',
+    replace: 'held.then(settle);',
+  },
   'resubscribe-at-once': {
     what: 'a new subscription of a holder that starts before the last one of that holder settled',
     file: 'src/surface/candidate-registry.js',

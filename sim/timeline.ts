@@ -31,6 +31,13 @@ export class Timeline {
   private readonly queue: Due[] = [];
   private seq = 0;
 
+  constructor(
+    /** What an event that throws does (the simulator records it); by default, the throw goes on. */
+    private readonly onThrow: (error: unknown, owner: SimProcessClock | undefined) => void = (error) => {
+      throw error;
+    },
+  ) {}
+
   /** Runs `run` `delay` ms from now (for `owner`'s process, if any: not while it is paused, never once it is dead). */
   at(delay: number, run: () => void, owner?: SimProcessClock): Due {
     const due: Due = { at: this.now + Math.max(0, delay), seq: this.seq++, run, owner, cancelled: false };
@@ -64,6 +71,9 @@ export class Timeline {
       this.running = owner;
       try {
         next.run();
+      } catch (error) {
+        // Out of a timer in a real process: an uncaught exception, which ends the host.
+        this.onThrow(error, owner);
       } finally {
         this.running = undefined;
       }

@@ -4,6 +4,7 @@
  * one database file, all on one timeline (timeline.ts); every event recorded on true time for
  * the checker (check.ts).
  */
+import { createHook } from 'node:async_hooks';
 import Database from 'better-sqlite3';
 import { Subject, Subscription } from 'rxjs';
 import { LeadershipEvent } from '../src/core/leadership-event';
@@ -13,6 +14,7 @@ import { LeaseStore, LockTaken } from '../src/store/lease-store';
 import { SqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
 import { mulberry32 } from '../test-kit/seeded-random';
 import type { PlannedFault, Scenario } from './scenario';
+import { SimAnswer } from './sim-answer';
 import { SimChannels } from './sim-channels';
 import { SimHost, SimProcessClock, SimScheduler, Timeline } from './timeline';
 
@@ -22,7 +24,8 @@ export interface SimRecord {
   process: string;
   /** The process's holder (a restarted process may keep its predecessor's). */
   holder: string;
-  kind: 'event' | 'fault' | 'error' | 'operation';
+  /** `unhandled`: something a real process would not survive or that escapes the simulated time (see `run`). */
+  kind: 'event' | 'fault' | 'error' | 'operation' | 'unhandled';
   slot?: number;
   type: string;
   term?: number;
@@ -74,7 +77,7 @@ class SimProcess implements SimProcessClock {
 }
 
 export class World {
-  readonly timeline = new Timeline();
+  readonly timeline = new Timeline((error, owner) => this.unhandled(owner as SimProcess | undefined, `uncaught ${describeError(error)}`));
   readonly host: SimHost = { name: 'sim host', offset: 5_000_000 };
   readonly random: () => number;
   readonly channels: SimChannels;
@@ -106,16 +109,40 @@ export class World {
     // the stream of the process whose event runs.
     const random = Math.random;
     Math.random = () => ((this.timeline.running as SimProcess | undefined)?.random ?? this.random)();
+    // Nothing of a run may start anything asynchronous for real: a promise, a timer, a tick.
+    // It would run after the whole run, outside the simulated time, where its errors go
+    // unseen; and an error RxJS cannot deliver (a subscriber without an error handler, one
+    // that throws) is reported through a real timer, which this catches too.
+    const escapes = createHook({
+      init: (_id, type) => {
+        if (!realAsync.has(type)) return;
+        const where = new Error().stack?.split('\n').find((line) => line.includes('/src/')) ?? '';
+        this.unhandled(this.timeline.running as SimProcess | undefined, `a real ${type} started ${where.trim()}`);
+      },
+    }).enable();
     try {
       return this.runSeeded();
     } finally {
+      escapes.disable();
       Math.random = random;
     }
   }
 
+  /** Something a real process would not survive, or that escapes the simulated time. */
+  unhandled(process: SimProcess | undefined, detail: string): void {
+    this.records.push({
+      at: this.timeline.now,
+      process: process?.name ?? '-',
+      holder: process?.holder ?? '-',
+      kind: 'unhandled',
+      type: 'unhandled',
+      detail,
+    });
+  }
+
   private runSeeded(): SimHistory {
     const { candidates, duration, timing, faults } = this.scenario;
-    for (let i = 0; i < candidates; i++) this.start();
+    for (let i = 1; i <= candidates; i++) this.start(i, `h${i}`);
     for (const fault of faults) this.timeline.at(fault.at, () => this.fault(fault));
     this.timeline.runUntil(duration);
     const quietFrom = this.timeline.now;
@@ -171,30 +198,44 @@ export class World {
       if (failures && random() < 0.01) throw failure('before');
       if (!latency || random() < 0.7) return operation();
       const delay = () => (random() < 0.95 ? random() * 3 : random() * this.scenario.timing.expiresAfter);
-      const answer: PromiseLike<T> = {
-        then: ((onResult?: (value: T) => unknown, onError?: (error: unknown) => unknown) => {
-          timeline.at(
-            delay(),
-            () => {
-              let outcome: { value: T } | { error: unknown };
-              try {
-                outcome = { value: operation() };
-                if (failures && random() < 0.01) outcome = { error: failure('after') };
-              } catch (error) {
-                outcome = { error };
-              }
-              timeline.at(delay(), () => ('value' in outcome ? onResult?.(outcome.value) : onError?.(outcome.error)), owner);
-            },
-            owner,
-          );
-          return answer;
-        }) as PromiseLike<T>['then'],
-      };
+      const answer = new SimAnswer<T>(timeline, owner, (error) =>
+        this.unhandled(owner, `a rejection nobody handled, of ${name}: ${describeError(error)}`),
+      );
+      timeline.at(
+        delay(),
+        () => {
+          let outcome: { value: T } | { error: unknown };
+          try {
+            outcome = { value: operation() };
+            if (failures && random() < 0.01) outcome = { error: failure('after') };
+          } catch (error) {
+            outcome = { error };
+          }
+          timeline.at(delay(), () => answer.settle(outcome), owner);
+        },
+        owner,
+      );
       return answer;
     };
+    // Every call that may answer later does so here, as on PostgreSQL: the capabilities' too.
     return {
       clock: store.clock,
-      capabilities: store.capabilities,
+      capabilities: {
+        ...store.capabilities,
+        standby: {
+          standBy: (...args) => later('standBy', () => store.standBy(...args)),
+          leaveStandby: (...args) => later('leaveStandby', () => store.leaveStandby(...args)),
+        },
+        priorities: {
+          declare: (...args) => later('declare', () => store.declare(...args)),
+          highest: (...args) => later('highest', () => store.highest(...args)),
+        },
+        handoffs: {
+          tell: (...args) => later('tell', () => store.tell(...args)),
+          handOver: (...args) => later('handOver', () => store.handOver(...args)),
+          watchHandoffs: (...args) => store.watchHandoffs(...args),
+        },
+      },
       look: (...args) => later('look', () => store.look(...args)),
       acquire: (...args) => later('acquire', () => store.acquire(...args)),
       renew: (...args) => later('renew', () => store.renew(...args)),
@@ -202,8 +243,13 @@ export class World {
     };
   }
 
-  private start(holder = `h${this.born + 1}`): SimProcess {
-    const process = new SimProcess(`p${++this.born}`, holder, this.born, this);
+  /**
+   * A new process. Its `birth` names its stream of noise: the candidate's number for those
+   * of the start, the time of the fault that restarted it for the others, so that a fault the
+   * shrinker removes renames and reseeds no process born of another.
+   */
+  private start(birth: number, holder: string): SimProcess {
+    const process = new SimProcess(`p${++this.born}`, holder, birth, this);
     this.processes.push(process);
     this.subscribe(process);
     return process;
@@ -270,13 +316,15 @@ export class World {
       case 'restart':
         note(fault.kind);
         this.kill(target);
-        this.timeline.at(retryEvery * (0.5 + 2 * fault.size), () => this.start(fault.kind === 'kill' ? target.holder : undefined));
+        this.timeline.at(retryEvery * (0.5 + 2 * fault.size), () =>
+          this.start(bornOf(fault), fault.kind === 'kill' ? target.holder : `h${fault.at}`),
+        );
         return;
       case 'close':
         // Its candidates end with DATABASE_CLOSED at their next operation; then it exits, and is restarted.
         note('close');
         target.db.close();
-        this.timeline.at(expiresAfter, () => (this.kill(target), this.start(target.holder)), target);
+        this.timeline.at(expiresAfter, () => (this.kill(target), this.start(bornOf(fault), target.holder)), target);
         return;
       case 'pause': {
         if (target.paused) return;
@@ -331,6 +379,18 @@ export class World {
     this.unsubscribe(process);
     if (process.db.open) process.db.close();
   }
+}
+
+/** The birth of a process a fault started: after every candidate's number (64 at most). */
+function bornOf(fault: PlannedFault): number {
+  return 100 + fault.at;
+}
+
+/** The kinds of async resource (async_hooks) that run outside the simulated time. */
+const realAsync = new Set(['PROMISE', 'Timeout', 'Immediate', 'TickObject', 'Microtask']);
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
 /** An operation's answer, in a few words. */

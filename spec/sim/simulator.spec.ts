@@ -1,10 +1,12 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkRun } from '../../sim/check';
 import { timelineNear, simulate } from '../../sim/run';
 import { defaultTiming, faultKinds, Scenario, scenarioOf } from '../../sim/scenario';
 import { shrink } from '../../sim/shrink';
-import type { SimHistory, SimRecord } from '../../sim/world';
+import { SimAnswer } from '../../sim/sim-answer';
+import { SimHistory, SimRecord, World } from '../../sim/world';
 
 /** Every run the simulator found a violation in, shrunk, kept with what it found and what fixed it. */
 const corpusFolder = join(__dirname, 'corpus');
@@ -129,6 +131,33 @@ describe('the simulator (npm run simulate)', () => {
       const closed: SimRecord = { at: 50, process: 'a', holder: 'a', kind: 'fault', type: 'close' };
       expect(checks([elected('b', 1, 0, 5_000), ended])).toEqual(['terminated']);
       expect(checks([elected('b', 1, 0, 5_000), closed, ended])).toEqual([]);
+    });
+
+    it('finds an exception out of a timer, a rejection nobody handled, and anything started on the real event loop', () => {
+      const folder = mkdtempSync(join(tmpdir(), 'observe-leadership-sim-spec-'));
+      try {
+        const scenario: Scenario = { ...scenarioOf(1, { candidates: 1, slots: 1, duration: 1_000 }), noise: noNoise, faults: [] };
+        const world = new World(scenario, join(folder, 'sim.db'));
+        const owner = { alive: true, paused: false, held: [] };
+        world.timeline.at(100, () => {
+          throw new Error('thrown by a timer');
+        });
+        const rejected = new SimAnswer<number>(world.timeline, owner, (error) => world.unhandled(undefined, `rejected: ${error}`));
+        const handled = new SimAnswer<number>(world.timeline, owner, () => world.unhandled(undefined, 'handled, yet reported'));
+        handled.then(undefined, () => undefined);
+        world.timeline.at(200, () => (rejected.settle({ error: 'nobody' }), handled.settle({ error: 'somebody' })));
+        world.timeline.at(300, () => void Promise.resolve());
+        world.timeline.at(400, () => void setTimeout(() => undefined, 0));
+        const found = checkRun(world.run()).violations.filter((v) => v.check === 'unhandled');
+        expect(found.map((v) => [v.at, v.detail])).toEqual([
+          [100, '-: uncaught Error: thrown by a timer'],
+          [200, '-: rejected: nobody'],
+          [300, expect.stringMatching(/^-: a real PROMISE started/)],
+          [400, expect.stringMatching(/^-: a real Timeout started/)],
+        ]);
+      } finally {
+        rmSync(folder, { recursive: true, force: true });
+      }
     });
   });
 });
