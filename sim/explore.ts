@@ -12,6 +12,7 @@ export interface Shape {
   slots: number;
   duration: number;
   plant?: string;
+  journal?: 'wal' | 'delete';
 }
 
 export interface Exploration {
@@ -61,6 +62,7 @@ export function story(scenario: Scenario): { violation?: SimViolation; lines: st
   const { timing } = scenario;
   const lines = [
     `${scenario.candidates} candidate(s), ${scenario.slots} slot(s), ${scenario.duration} ms of faults, seed ${scenario.seed}` +
+      `${scenario.journal === 'delete' ? ', rollback journal' : ''}` +
       `${scenario.plant === undefined ? '' : `, planted: ${scenario.plant}`}; noise: ` +
       (Object.entries(scenario.noise)
         .filter(([, on]) => on)

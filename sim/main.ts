@@ -1,6 +1,6 @@
 /**
  * npm run simulate -- [--seconds S] [--seed N] [--candidates N] [--slots N] [--duration MS]
- *                     [--threads T] [--plant NAME] [--out FILE] [--shrink-seconds S] [--shrink-runs R]
+ *                     [--threads T] [--plant NAME] [--journal wal|delete] [--out FILE] [--shrink-seconds S] [--shrink-runs R]
  * npm run simulate -- --replay FILE
  *
  * Simulated runs, one per seed from N on, for S seconds of this machine's time, on T threads
@@ -8,7 +8,8 @@
  * a quiet time, checked (check.ts). At the first violation it shrinks the run (shrink.ts: for
  * S seconds or R runs, whichever ends first), writes the shrunk scenario to FILE (`--replay
  * FILE` runs it again, exactly) and prints its timeline. `--plant NAME` runs with a known bug
- * switched in (plants.ts). Last line:
+ * switched in (plants.ts); `--journal delete` runs on a rollback journal, better-sqlite3's
+ * default, rather than WAL. Last line:
  * `simulated: F failovers, X faults, V violations in S s (seed N)`.
  * Exits 1 on a violation, 2 on bad arguments.
  */
@@ -29,6 +30,7 @@ interface Arguments {
   shrinkRuns: number;
   threads: number;
   plant?: string;
+  journal?: string;
   replay?: string;
   out?: string;
 }
@@ -43,7 +45,12 @@ const numbers: Record<string, [keyof Arguments, number, number]> = {
   '--shrink-runs': ['shrinkRuns', 0, 1_000_000],
   '--threads': ['threads', 1, 256],
 };
-const strings: Record<string, 'plant' | 'replay' | 'out'> = { '--plant': 'plant', '--replay': 'replay', '--out': 'out' };
+const strings: Record<string, 'plant' | 'journal' | 'replay' | 'out'> = {
+  '--plant': 'plant',
+  '--journal': 'journal',
+  '--replay': 'replay',
+  '--out': 'out',
+};
 
 export function parseArguments(argv: string[]): Arguments {
   const args: Arguments = {
@@ -72,6 +79,9 @@ export function parseArguments(argv: string[]): Arguments {
     if (!Number.isFinite(number) || number < min || number > max)
       throw new Error(`${option} must be a number from ${min} to ${max}, got ${value}`);
     (args[name] as number) = number;
+  }
+  if (args.journal !== undefined && args.journal !== 'wal' && args.journal !== 'delete') {
+    throw new Error(`--journal must be wal or delete, got ${args.journal}`);
   }
   if (args.plant !== undefined && !(args.plant in plants)) {
     throw new Error(`--plant must be one of ${Object.keys(plants).join(', ')}, got ${args.plant}`);
@@ -111,6 +121,7 @@ async function main(): Promise<number> {
     candidates: args.candidates,
     slots: args.slots,
     duration: args.duration,
+    ...(args.journal === 'delete' && { journal: 'delete' as const }),
     ...(planted !== undefined && { plant: planted }),
   };
   const { seed, seconds, threads } = args;

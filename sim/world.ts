@@ -99,7 +99,7 @@ export class World {
     this.random = mulberry32(scenario.seed);
     this.channels = new SimChannels(this.timeline, () => (scenario.noise.lateness ? this.random() * 2 : 0));
     const setup = new Database(file);
-    setup.pragma('journal_mode = WAL');
+    if (scenario.journal !== 'delete') setup.pragma('journal_mode = WAL');
     setup.close();
   }
 

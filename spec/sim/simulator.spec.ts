@@ -29,14 +29,19 @@ describe('the simulator (npm run simulate)', () => {
     expect(simulate(scenarioOf(8, { candidates: 3, slots: 2, duration: 20_000 })).history.records).not.toEqual(first.history.records);
   });
 
-  it('runs the real campaign and statements through faults of every kind, and finds no violation in fresh seeds', () => {
+  it('runs the real campaign and statements through faults of every kind, and finds no violation in fresh seeds, in WAL and in a rollback journal', () => {
     const seed = Date.now() % 100_000;
     let failovers = 0;
     const kinds = new Set<string>();
     for (let run = 0; run < 8; run++) {
-      const outcome = simulate(scenarioOf(seed + run, { candidates: 3 + (run % 3), slots: 1 + (run % 2), duration: 30_000 }));
-      // A violation shows with its seed: `npm run simulate -- --seed N --candidates C --slots S --duration 30000` finds and shrinks it.
-      expect({ seed: seed + run, violation: firstViolation(outcome) }).toEqual({ seed: seed + run, violation: undefined });
+      const journal = run % 4 === 3 ? 'delete' : 'wal';
+      const outcome = simulate(scenarioOf(seed + run, { candidates: 3 + (run % 3), slots: 1 + (run % 2), duration: 30_000, journal }));
+      // A violation shows with its seed: `npm run simulate -- --seed N --candidates C --slots S --duration 30000 --journal J` finds and shrinks it.
+      expect({ seed: seed + run, journal, violation: firstViolation(outcome) }).toEqual({
+        seed: seed + run,
+        journal,
+        violation: undefined,
+      });
       failovers += outcome.failovers;
       for (const r of outcome.history.records) if (r.kind === 'fault') kinds.add(r.type);
     }
