@@ -2,12 +2,12 @@
  * What a simulated run must never show, judged on true time: two beliefs of one slot at the
  * same instant, a term that does not grow, a stream that ended, a slot left without a
  * leader once the faults stopped, an error nothing handled (or anything run outside the
- * simulated time, where one would go unseen).
+ * simulated time, where one would go unseen), a fenced write outside its tenure.
  */
 import type { SimHistory, SimRecord } from './world';
 
 export interface SimViolation {
-  check: 'overlap' | 'term-order' | 'malformed' | 'terminated' | 'liveness' | 'unhandled';
+  check: 'overlap' | 'term-order' | 'malformed' | 'terminated' | 'liveness' | 'unhandled' | 'fenced';
   detail: string;
   /** True time at which it shows. */
   at: number;
@@ -79,6 +79,16 @@ export function checkRun(history: SimHistory): SimOutcome {
   }
   for (const r of history.records) {
     if (r.kind === 'unhandled') violations.push({ check: 'unhandled', at: r.at, detail: `${r.process}: ${r.detail}` });
+    // A fenced write commits only inside its own tenure, and before that tenure's lease ran out.
+    const { tenure } = r;
+    if (r.kind === 'write' && r.type === 'fenced' && (tenure?.holder !== r.holder || tenure.term !== r.term || tenure.left < 0)) {
+      const found = tenure === undefined ? 'no lease' : `${tenure.holder} term ${tenure.term}, ${ms(tenure.left)} left`;
+      violations.push({
+        check: 'fenced',
+        at: r.at,
+        detail: `slot ${r.slot}: ${r.holder} wrote for term ${r.term} while the slot had ${found}`,
+      });
+    }
   }
   violations.push(...malformed(history.records));
   const failovers = history.records.filter((r) => r.kind === 'event' && r.type === 'elected').length - slots;

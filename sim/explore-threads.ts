@@ -11,13 +11,14 @@ export const cores = availableParallelism();
 
 export async function exploreInThreads(
   shape: Shape,
-  { seed, seconds, threads }: { seed: number; seconds: number; threads: number },
+  { seed, seconds, runs = Infinity, threads }: { seed: number; seconds: number; runs?: number; threads: number },
 ): Promise<Exploration> {
   const stop = new Int32Array(new SharedArrayBuffer(4));
   const explorations = await Promise.all(
     Array.from({ length: threads }, (_, thread) => {
       const worker = new Worker(`${__dirname}/explore-thread.js`, {
-        workerData: { shape, options: { seed: seed + thread, stride: threads, seconds }, stop },
+        // Runs shared out: the seeds below seed + runs, whatever the threads.
+        workerData: { shape, options: { seed: seed + thread, stride: threads, seconds, runs: Math.ceil((runs - thread) / threads) }, stop },
       });
       return new Promise<Exploration>((resolve, reject) => {
         worker.once('message', (exploration: Exploration) => {

@@ -32,14 +32,17 @@ export interface ExploreOptions {
   stride?: number;
   /** For how long (this machine's seconds); one run at least. */
   seconds: number;
+  /** For how many runs at most, whatever the time left (the same seeds on any machine). */
+  runs?: number;
   /** Asked between runs: whether to stop now (another thread found a violation). */
   stop?: () => boolean;
 }
 
-export function explore(shape: Shape, { seed, stride = 1, seconds, stop = () => false }: ExploreOptions): Exploration {
+export function explore(shape: Shape, { seed, stride = 1, seconds, runs = Infinity, stop = () => false }: ExploreOptions): Exploration {
   const until = performance.now() + seconds * 1_000;
   const exploration: Exploration = { runs: 0, failovers: 0, faults: 0, seeds: [seed, seed] };
-  for (let next = seed; exploration.runs === 0 || (performance.now() < until && !stop()); next += stride) {
+  const goOn = () => exploration.runs === 0 || (exploration.runs < runs && performance.now() < until && !stop());
+  for (let next = seed; goOn(); next += stride) {
     const scenario = scenarioOf(next, shape);
     const outcome = simulate(scenario);
     exploration.runs++;
@@ -54,7 +57,7 @@ export function explore(shape: Shape, { seed, stride = 1, seconds, stop = () => 
 
 /**
  * A scenario's run told for a reader: its violation, the faults it planned, and every
- * event and operation from two leases before the violation to it.
+ * event and operation from a lease and a half before the violation to it.
  */
 export function story(scenario: Scenario): { violation?: SimViolation; lines: string[] } {
   const outcome = simulate(scenario, { trace: true });
@@ -77,7 +80,12 @@ export function story(scenario: Scenario): { violation?: SimViolation; lines: st
     lines: [
       ...lines,
       `violation, ${violation.check}: ${violation.detail}`,
-      ...timelineOf(outcome.history.records, violation.at - 2 * timing.expiresAfter, violation.at + 1),
+      ...timelineOf(
+        // The leader's fenced writes that committed, a line every 150 ms, only where they are the finding.
+        outcome.history.records.filter((r) => violation.check === 'fenced' || r.kind !== 'write' || r.type !== 'fenced'),
+        violation.at - 1.5 * timing.expiresAfter,
+        violation.at + 1,
+      ),
     ],
   };
 }

@@ -1,9 +1,10 @@
 /**
- * npm run simulate -- [--seconds S] [--seed N] [--candidates N] [--slots N] [--duration MS]
+ * npm run simulate -- [--seconds S] [--runs R] [--seed N] [--candidates N] [--slots N] [--duration MS]
  *                     [--threads T] [--plant NAME] [--journal wal|delete] [--out FILE] [--shrink-seconds S] [--shrink-runs R]
  * npm run simulate -- --replay FILE
  *
- * Simulated runs, one per seed from N on, for S seconds of this machine's time, on T threads
+ * Simulated runs, one per seed from N on, for S seconds of this machine's time (or R runs, if
+ * fewer: the same seeds on any machine), on T threads
  * (one per core unless told): each run is `--duration` ms of simulated time with faults, then
  * a quiet time, checked (check.ts). At the first violation it shrinks the run (shrink.ts: for
  * S seconds or R runs, whichever ends first), writes the shrunk scenario to FILE (`--replay
@@ -22,6 +23,7 @@ import type { Scenario } from './scenario';
 
 interface Arguments {
   seconds: number;
+  runs: number;
   seed: number;
   candidates: number;
   slots: number;
@@ -37,6 +39,7 @@ interface Arguments {
 
 const numbers: Record<string, [keyof Arguments, number, number]> = {
   '--seconds': ['seconds', 0.01, 86_400],
+  '--runs': ['runs', 1, 1_000_000_000],
   '--seed': ['seed', 0, 2 ** 31],
   '--candidates': ['candidates', 1, 64],
   '--slots': ['slots', 1, 16],
@@ -55,6 +58,7 @@ const strings: Record<string, 'plant' | 'journal' | 'replay' | 'out'> = {
 export function parseArguments(argv: string[]): Arguments {
   const args: Arguments = {
     seconds: 10,
+    runs: Infinity,
     seed: 1,
     candidates: 3,
     slots: 1,
@@ -124,8 +128,8 @@ async function main(): Promise<number> {
     ...(args.journal === 'delete' && { journal: 'delete' as const }),
     ...(planted !== undefined && { plant: planted }),
   };
-  const { seed, seconds, threads } = args;
-  const run = threads === 1 ? explore(shape, { seed, seconds }) : await exploreInThreads(shape, { seed, seconds, threads });
+  const { seed, seconds, runs, threads } = args;
+  const run = threads === 1 ? explore(shape, { seed, seconds, runs }) : await exploreInThreads(shape, { seed, seconds, runs, threads });
   if (loadedPlanted !== undefined && !loadedPlanted()) throw new Error(`plant ${planted}: its file never loaded`);
   const [first, last] = run.seeds;
   console.log(`${run.runs} runs of ${args.duration / 1_000} simulated s, seeds ${first} to ${last}`);

@@ -73,6 +73,12 @@ export const plants: Record<string, Plant> = {
     find: 'held.then(settle, () => undefined);',
     replace: 'held.then(settle);',
   },
+  'fenced-ignores-expiry': {
+    what: "a fenced write that checks the tenure's holder and term, not that its lease still stands",
+    file: 'src/store/sqlite/sqlite-lease-store.js',
+    find: '() => (0, lease_check_1.stands)(row.expiresIn)',
+    replace: '() => true',
+  },
   'resubscribe-at-once': {
     what: 'a new subscription of a holder that starts before the last one of that holder settled',
     file: 'src/surface/candidate-registry.js',

@@ -55,6 +55,7 @@ function line(r: SimRecord): string {
       ? `${r.type} -> ${r.detail}`
       : `${r.kind === 'fault' ? 'FAULT ' : ''}${r.type}` +
         `${r.slot === undefined ? '' : ` slot ${r.slot}`}${r.term === undefined ? '' : ` term ${r.term}`}` +
-        `${r.deadline === undefined ? '' : ` until ${ms(r.deadline)}`}${r.detail ? ` (${r.detail})` : ''}`;
+        `${r.deadline === undefined ? '' : ` until ${ms(r.deadline)}`}${r.detail ? ` (${r.detail})` : ''}` +
+        `${r.tenure === undefined ? '' : ` (the slot: ${r.tenure.holder} term ${r.tenure.term}, ${ms(r.tenure.left)} left)`}`;
   return `${ms(r.at).padStart(12)}  ${`${r.process} ${r.holder}`.padEnd(8)} ${wall.padEnd(17)} ${r.kind === 'operation' ? '  ' : ''}${what}`;
 }

@@ -18,9 +18,12 @@ import { mulberry32 } from '../test-kit/seeded-random';
  *   a new priority and lock-delay.
  * - `wall-step`: its wall clock steps by up to ten minutes, forward or back (`size` 0 to 1).
  * - `step-down`: each of its candidates that leads steps down (`stepDown`).
+ * - `handoff`: a process (`pick`) asks the leader of a slot to hand over, as `handOff` does
+ *   once its checks passed: to a live candidate by name (`size` below 0.5), to anybody
+ *   (below 0.75), or to a holder nobody stands as (a request written by hand).
  */
-export type FaultKind = 'kill' | 'restart' | 'close' | 'pause' | 'unsubscribe' | 'wall-step' | 'step-down';
-export const faultKinds: readonly FaultKind[] = ['kill', 'restart', 'close', 'pause', 'unsubscribe', 'wall-step', 'step-down'];
+export type FaultKind = 'kill' | 'restart' | 'close' | 'pause' | 'unsubscribe' | 'wall-step' | 'step-down' | 'handoff';
+export const faultKinds: readonly FaultKind[] = ['kill', 'restart', 'close', 'pause', 'unsubscribe', 'wall-step', 'step-down', 'handoff'];
 
 export interface PlannedFault {
   /** True ms from the run's start. */
@@ -103,9 +106,9 @@ export function scenarioOf(
   };
 }
 
-/** Kill 20%, restart 8%, close 2%, pause 25%, unsubscribe 20%, wall-step 15%, step-down 10%. */
+/** Kill 20%, restart 8%, close 2%, pause 20%, unsubscribe 15%, wall-step 15%, step-down 10%, handoff 10%. */
 function pickKind(draw: number): number {
-  const weights = [0.2, 0.08, 0.02, 0.25, 0.2, 0.15, 0.1];
+  const weights = [0.2, 0.08, 0.02, 0.2, 0.15, 0.15, 0.1, 0.1];
   let sum = 0;
   for (let i = 0; i < weights.length; i++) if (draw < (sum += weights[i])) return i;
   return weights.length - 1;

@@ -2,9 +2,9 @@
  * Cuts a failing scenario down to what still fails the same check: the faults after the
  * violation, then those more than 2, 4, 8, ... leases before it, then as many of the others
  * as it can (delta debugging: halves, quarters, ..., one at a time), then each kind of
- * noise, then candidates and slots. Each step keeps a
- * change only if a run of the result still shows a violation of the same check; the
- * runs are exact, so the result replays as it was found.
+ * noise, then candidates and slots. Each step keeps a change only if a run of the result
+ * still shows first a violation of the same check; the runs are exact, so the result
+ * replays as it was found, and shows that violation first.
  */
 import type { SimViolation } from './check';
 import { simulate } from './run';
@@ -33,12 +33,12 @@ export function shrink(
 ): Shrunk {
   const deadline = performance.now() + seconds * 1_000;
   let best: Shrunk = { scenario, violation: found, runs: 0 };
-  /** Keeps `candidate` if it still fails the same check (within the time given). */
+  /** Keeps `candidate` if its first violation is of the same check (within the time given): what its replay shows first. */
   const fails = (candidate: Scenario): boolean => {
     if (performance.now() > deadline || best.runs >= runs) return false;
     best.runs++;
-    const violation = judge(candidate).find((v) => v.check === found.check);
-    if (violation === undefined) return false;
+    const [violation] = judge(candidate);
+    if (violation?.check !== found.check) return false;
     best = { scenario: candidate, violation, runs: best.runs };
     return true;
   };

@@ -6,8 +6,11 @@
  */
 import { createHook } from 'node:async_hooks';
 import Database from 'better-sqlite3';
-import { Subject, Subscription } from 'rxjs';
-import { LeadershipEvent } from '../src/core/leadership-event';
+import { interval, Subject, Subscription, tap } from 'rxjs';
+import type { ClockReading } from '../src/core/monotonic-scheduler';
+import { isPromiseLike } from '../src/core/eventually';
+import { Lease, LeadershipEvent } from '../src/core/leadership-event';
+import { whileLeader } from '../src/surface/operators/while-leader';
 import { observeLeadership } from '../src/surface/observe-leadership';
 import { LeadershipError } from '../src/core/leadership-error';
 import { LeaseStore, LockTaken } from '../src/store/lease-store';
@@ -24,8 +27,11 @@ export interface SimRecord {
   process: string;
   /** The process's holder (a restarted process may keep its predecessor's). */
   holder: string;
-  /** `unhandled`: something a real process would not survive or that escapes the simulated time (see `run`). */
-  kind: 'event' | 'fault' | 'error' | 'operation' | 'unhandled';
+  /**
+   * `unhandled`: something a real process would not survive or that escapes the simulated
+   * time (see `run`); `write`: a leader's job wrote through `fenced`.
+   */
+  kind: 'event' | 'fault' | 'error' | 'operation' | 'unhandled' | 'write';
   slot?: number;
   type: string;
   term?: number;
@@ -34,6 +40,8 @@ export interface SimRecord {
   detail?: string;
   /** How far the process's wall clock is from true time (its steps), where it is not 0. */
   wall?: number;
+  /** For a `fenced` write: the slot's tenure as the database had it when the write committed, and the ms its lease had left. */
+  tenure?: { holder: string; term: number; left: number };
 }
 
 export interface SimHistory {
@@ -58,7 +66,9 @@ class SimProcess implements SimProcessClock {
    */
   readonly random: () => number;
   readonly db: Database.Database;
+  /** The store as the campaign sees it (through the noise), and as it is (for `fenced`, which runs at once). */
   readonly store: LeaseStore;
+  readonly sqlite: SqliteLeaseStore;
   readonly scheduler: SimScheduler;
 
   constructor(
@@ -71,8 +81,8 @@ class SimProcess implements SimProcessClock {
     this.db = new Database(world.file, { timeout: 0 });
     const late = world.scenario.noise.lateness;
     this.scheduler = new SimScheduler(world.timeline, world.host, this, () => (late && this.random() >= 0.8 ? this.random() * 3 : 0));
-    const store = new SqliteLeaseStore(this.db, world.channels.of(this));
-    this.store = world.withLatency(store, this);
+    this.sqlite = new SqliteLeaseStore(this.db, world.channels.of(this));
+    this.store = world.withLatency(this.sqlite, this);
   }
 }
 
@@ -84,7 +94,7 @@ export class World {
   readonly records: SimRecord[] = [];
   private readonly processes: SimProcess[] = [];
   /** `process slot` of each candidate that believes it leads, as its events said. */
-  private readonly leading = new Set<string>();
+  private readonly leading = new Map<string, Lease>();
   private born = 0;
   private faults = 0;
 
@@ -100,6 +110,7 @@ export class World {
     this.channels = new SimChannels(this.timeline, () => (scenario.noise.lateness ? this.random() * 2 : 0));
     const setup = new Database(file);
     if (scenario.journal !== 'delete') setup.pragma('journal_mode = WAL');
+    setup.exec('CREATE TABLE sim_ledger (slot INTEGER, holder TEXT, term INTEGER, at REAL)');
     setup.close();
   }
 
@@ -153,6 +164,7 @@ export class World {
   }
 
   private record(process: SimProcess, record: Omit<SimRecord, 'at' | 'process' | 'holder'>): void {
+    if (!process.alive) return; // a dead process says nothing
     this.records.push({
       at: this.timeline.now,
       process: process.name,
@@ -262,7 +274,7 @@ export class World {
       this.record(process, { kind: 'event', slot, type: 'subscribed', detail: JSON.stringify(options).slice(1, -1) || undefined });
       const key = `${process.name} ${slot}`;
       const record = (event: LeadershipEvent) => {
-        if (event.type === 'elected') this.leading.add(key);
+        if (event.type === 'elected') this.leading.set(key, { slot, holder: event.holder, term: event.term });
         else if (event.type === 'lost') this.leading.delete(key);
         const deadline = 'expiresAt' in event && event.expiresAt !== undefined ? event.expiresAt - this.host.offset : undefined;
         this.record(process, {
@@ -276,16 +288,41 @@ export class World {
         });
       };
       const config = { slot, holder: process.holder, ...timing, ...options, stepDown: process.stepDown, scheduler: process.scheduler };
+      // Its leader's job, as users write one: a fenced write now and then while it leads.
+      const job = (lease: Lease) => interval(timing.renewEvery * 0.75, process.scheduler).pipe(tap(() => this.fencedWrite(process, lease)));
       process.subscriptions.push(
-        observeLeadership(process.store, config).subscribe({
-          next: record,
-          error: (error: { code?: string; message?: string }) => {
-            this.leading.delete(key);
-            this.record(process, { kind: 'error', slot, type: 'terminated', detail: `${error.code}: ${error.message}` });
-          },
-        }),
+        observeLeadership(process.store, config)
+          .pipe(tap(record), whileLeader(job))
+          .subscribe({
+            error: (error: { code?: string; message?: string }) => {
+              this.leading.delete(key);
+              this.record(process, { kind: 'error', slot, type: 'terminated', detail: `${error.code}: ${error.message}` });
+            },
+          }),
       );
     }
+  }
+
+  /**
+   * A row written through the store's `fenced` (what `fenced(db, lease, work)` runs on
+   * SQLite), with the slot's tenure read by a statement of the simulator's own inside the
+   * same transaction: the checker compares the two.
+   */
+  private fencedWrite(process: SimProcess, lease: Lease): void {
+    const clocks = () => process.scheduler.readClocks();
+    let tenure: SimRecord['tenure'];
+    try {
+      process.sqlite.fencedSync(lease, clocks, () => {
+        process.db
+          .prepare('INSERT INTO sim_ledger (slot, holder, term, at) VALUES (?, ?, ?, ?)')
+          .run(lease.slot, lease.holder, lease.term, this.timeline.now);
+        tenure = tenureNow(process.db, lease.slot, clocks());
+      });
+    } catch (error) {
+      this.record(process, { kind: 'write', slot: lease.slot, type: 'refused', term: lease.term, detail: (error as LeadershipError).code });
+      return;
+    }
+    this.record(process, { kind: 'write', slot: lease.slot, type: 'fenced', term: lease.term, tenure });
   }
 
   /** A subscription's options beside its timing: now and then a priority (preempting or not), a lock-delay. */
@@ -361,6 +398,26 @@ export class World {
         // Asked of a paused process, it steps down at its resumption.
         this.timeline.at(0, () => (note('step-down'), target.stepDown.next()), target);
         return;
+      case 'handoff':
+        return this.askHandoff(fault, target, live, note);
+    }
+  }
+
+  /** A live process that runs asks the target's tenure to hand over (see `FaultKind`), as `handOff` does once its checks passed. */
+  private askHandoff(fault: PlannedFault, target: SimProcess, live: SimProcess[], note: (type: string, detail?: string) => void): void {
+    const lease = [...this.leading].find(([key]) => key.startsWith(`${target.name} `))?.[1];
+    const askers = live.filter((p) => !p.paused);
+    if (lease === undefined || askers.length === 0) return;
+    const asker = askers[Math.floor(fault.pick * 7919) % askers.length];
+    const followers = live.filter((p) => p !== target && p.subscriptions.length > 0);
+    const to =
+      fault.size < 0.5 ? followers[Math.floor(fault.size * 2 * followers.length)]?.holder : fault.size < 0.75 ? undefined : 'nobody';
+    note('handoff', `slot ${lease.slot} term ${lease.term} to ${to ?? 'anybody'}, asked by ${asker.name}`);
+    try {
+      const told = asker.store.capabilities?.handoffs?.tell({ kind: 'asked', lease, ...(to !== undefined && { to }) });
+      if (told !== undefined && isPromiseLike(told)) told.then(undefined, () => undefined);
+    } catch {
+      // the word never went: as after a failed handOff
     }
   }
 
@@ -370,7 +427,17 @@ export class World {
     process.alive = false;
     this.channels.killed(process);
     if (process.db.open) process.db.close();
-    for (let slot = 0; slot < this.scenario.slots; slot++) this.leading.delete(`${process.name} ${slot}`);
+    // Its memory goes with it: what it had in the library's process-wide state too (its
+    // candidates' enrolment, their beliefs, which `whileLeader` and `holdsLease` ask). Torn
+    // down with its connection closed and its timers dead, it writes and records nothing, and
+    // draws from its own stream.
+    const running = this.timeline.running;
+    this.timeline.running = process;
+    try {
+      this.unsubscribe(process);
+    } finally {
+      this.timeline.running = running;
+    }
   }
 
   private end(process: SimProcess): void {
@@ -384,6 +451,20 @@ export class World {
 /** The birth of a process a fault started: after every candidate's number (64 at most). */
 function bornOf(fault: PlannedFault): number {
   return 100 + fault.at;
+}
+
+/** The slot's tenure and the ms its lease has left at `now`, read straight from the tables (the simulator's own statement). */
+function tenureNow(db: Database.Database, slot: number, now: ClockReading): SimRecord['tenure'] {
+  const row = db
+    .prepare(
+      `SELECT lease.holder AS holder, term.term AS term, deadline.expires_at - @now AS left
+        FROM worker_leadership AS lease JOIN worker_leadership_term AS term ON term.slot = lease.slot
+        LEFT JOIN worker_leadership_deadline AS deadline
+          ON deadline.slot = lease.slot AND deadline.holder = lease.holder AND deadline.term = term.term AND deadline.clock = @clock
+        WHERE lease.slot = @slot`,
+    )
+    .get({ slot, now: now.now, clock: now.clock }) as { holder: string; term: number; left: number | null } | undefined;
+  return row && { holder: row.holder, term: row.term, left: row.left ?? -Infinity };
 }
 
 /** The kinds of async resource (async_hooks) that run outside the simulated time. */

@@ -17,10 +17,10 @@ function simulate(args: string[]): Promise<{ code: number; output: string }> {
 }
 
 // Each bug a careless change could make (sim/plants.ts), switched into the built library as
-// it loads: the simulator finds it from seed 1, shrinks it to a few faults and a short
-// timeline, and the scenario it writes shows the same violation when replayed. On one
-// thread, and shrunk by a number of runs rather than for a time: the same result on any
-// machine, however busy.
+// it loads: the simulator finds it within 60 seeds from 1, shrinks it to a few faults and a
+// short timeline, and the scenario it writes shows the same violation when replayed. On one
+// thread, and explored and shrunk by a number of runs rather than for a time: the same
+// result on any machine, however busy.
 describe.each(Object.entries(plants))('npm run simulate -- --plant %s', (name, { what }) => {
   it(`finds ${what}, and shrinks it`, async () => {
     const folder = mkdtempSync(join(tmpdir(), 'observe-leadership-plant-'));
@@ -31,8 +31,10 @@ describe.each(Object.entries(plants))('npm run simulate -- --plant %s', (name, {
         name,
         '--seed',
         '1',
+        '--runs',
+        '60',
         '--seconds',
-        '30',
+        '3600',
         '--threads',
         '1',
         '--shrink-runs',

@@ -32,6 +32,7 @@ describe('the simulator (npm run simulate)', () => {
   it('runs the real campaign and statements through faults of every kind, and finds no violation in fresh seeds, in WAL and in a rollback journal', () => {
     const seed = Date.now() % 100_000;
     let failovers = 0;
+    let writes = 0;
     const kinds = new Set<string>();
     for (let run = 0; run < 8; run++) {
       const journal = run % 4 === 3 ? 'delete' : 'wal';
@@ -44,8 +45,10 @@ describe('the simulator (npm run simulate)', () => {
       });
       failovers += outcome.failovers;
       for (const r of outcome.history.records) if (r.kind === 'fault') kinds.add(r.type);
+      writes += outcome.history.records.filter((r) => r.kind === 'write' && r.type === 'fenced').length;
     }
     expect([...kinds].sort()).toEqual([...faultKinds, 'busy-after', 'busy-before', 'io-error-after', 'io-error-before'].sort());
+    expect(writes).toBeGreaterThan(100); // fenced writes the checker judged
     expect(failovers).toBeGreaterThan(200);
   });
 
@@ -136,6 +139,19 @@ describe('the simulator (npm run simulate)', () => {
       const closed: SimRecord = { at: 50, process: 'a', holder: 'a', kind: 'fault', type: 'close' };
       expect(checks([elected('b', 1, 0, 5_000), ended])).toEqual(['terminated']);
       expect(checks([elected('b', 1, 0, 5_000), closed, ended])).toEqual([]);
+    });
+
+    it('finds a fenced write that committed outside its tenure, or once its lease ran out', () => {
+      const write = (term: number, tenure: SimRecord['tenure']): SimRecord => ({
+        ...event('b', 300, 'fenced', term),
+        kind: 'write',
+        tenure,
+      });
+      const led = [elected('a', 1, 0, 600), elected('b', 2, 601, 5_000)];
+      expect(checks([...led, write(2, { holder: 'b', term: 2, left: 300 })])).toEqual([]);
+      expect(checks([...led, write(2, { holder: 'b', term: 2, left: -1 })])).toEqual(['fenced']);
+      expect(checks([...led, write(2, { holder: 'a', term: 3, left: 300 })])).toEqual(['fenced']);
+      expect(checks([...led, write(2, undefined)])).toEqual(['fenced']);
     });
 
     it('finds an exception out of a timer, a rejection nobody handled, and anything started on the real event loop', () => {
