@@ -2,7 +2,8 @@
  * The SQLite store's side channels (src/store/sqlite/side-channels.ts) between the simulated
  * processes of one file, as events on the timeline: a signal reaches each watcher, a word
  * each other process, a tenure's end each follower that reached its endpoint, each after a
- * delay drawn from the run's seed. A process killed closes its endpoints, as the kernel does.
+ * delay drawn from the run's seed, and, as `copies` draws it, lost or delivered twice. A
+ * process killed closes its endpoints, as the kernel does.
  */
 import { Lease } from '../src/core/leadership-event';
 import { HandoffListeners } from '../src/store/handoff-listeners';
@@ -24,9 +25,14 @@ export class SimChannels {
 
   constructor(
     private readonly timeline: Timeline,
-    /** How long a signal, a word or a proof takes to arrive, drawn at each. */
-    private readonly delay: () => number,
+    /** How many times a signal, a word or a proof to `receiver` arrives (0: lost), and how long it takes, drawn at each. */
+    private readonly fate: (receiver: SimProcessClock, what: string) => { copies: number; delay: number },
   ) {}
+
+  private send(what: string, run: () => void, receiver: SimProcessClock): void {
+    const { copies, delay } = this.fate(receiver, what);
+    for (let copy = 0; copy < copies; copy++) this.timeline.at(delay, run, receiver);
+  }
 
   /** The side channels of one process's connection. */
   of(owner: SimProcessClock): SqliteSideChannels {
@@ -36,7 +42,7 @@ export class SimChannels {
       signals: {
         create: () => undefined,
         signal: () => {
-          for (const [watcher, watcherOwner] of this.signalWatchers) this.timeline.at(this.delay(), watcher, watcherOwner);
+          for (const [watcher, watcherOwner] of this.signalWatchers) this.send('signal', watcher, watcherOwner);
         },
         watch: (onSignal) => {
           this.signalWatchers.set(onSignal, owner);
@@ -47,7 +53,7 @@ export class SimChannels {
         tell: (word) => {
           for (const other of this.words) {
             if (other.listeners === listeners) other.listeners.deliver(word, 'here');
-            else this.timeline.at(this.delay(), () => other.listeners.deliver(word, 'anywhere'), other.owner);
+            else this.send(`word ${word.kind}`, () => other.listeners.deliver(word, 'anywhere'), other.owner);
           }
         },
         watch: (holder, listener) => listeners.add(holder, listener),
@@ -72,7 +78,7 @@ export class SimChannels {
     const endpoint = this.endpoints.get(name);
     if (endpoint === undefined) return;
     this.endpoints.delete(name);
-    for (const [watcher, follower] of endpoint.watchers) this.timeline.at(this.delay(), watcher, follower);
+    for (const [watcher, follower] of endpoint.watchers) this.send('proof', watcher, follower);
   }
 
   /** A follower reaches the endpoint if it is open: then its end is proven to it; else nothing is. */

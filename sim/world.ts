@@ -74,7 +74,7 @@ class SimProcess implements SimProcessClock {
   constructor(
     readonly name: string,
     readonly holder: string,
-    birth: number,
+    readonly birth: number,
     world: World,
   ) {
     this.random = mulberry32((Math.imul(world.scenario.seed, 0x9e3779b1) + birth) >>> 0);
@@ -107,7 +107,11 @@ export class World {
   ) {
     // The noise and the candidates' options, drawn as the run goes: a scenario replays exactly.
     this.random = mulberry32(scenario.seed);
-    this.channels = new SimChannels(this.timeline, () => (scenario.noise.lateness ? this.random() * 2 : 0));
+    const { lateness, channels } = scenario.noise;
+    this.channels = new SimChannels(this.timeline, (receiver, what) => {
+      const fate = channels ? this.fateOf(receiver as SimProcess, what) : { copies: 1, late: 0 };
+      return { copies: fate.copies, delay: fate.late + (lateness ? this.random() * 2 : 0) };
+    });
     const setup = new Database(file);
     if (scenario.journal !== 'delete') setup.pragma('journal_mode = WAL');
     setup.exec('CREATE TABLE sim_ledger (slot INTEGER, holder TEXT, term INTEGER, at REAL)');
@@ -137,6 +141,21 @@ export class World {
       escapes.disable();
       Math.random = random;
     }
+  }
+
+  /**
+   * How many times a side channel's message reaches `receiver` (now and then none, or two),
+   * and how late. Drawn from the message itself (the seed, its receiver, what it is and when),
+   * not from a stream: a fault the shrinker removes leaves the fate of every message that
+   * still goes at the same time as it was.
+   */
+  private fateOf(receiver: SimProcess, what: string): { copies: number; late: number } {
+    const draw = mulberry32(hashOf(this.scenario.seed, receiver.birth, what, Math.round(this.timeline.now * 1_000)));
+    const fate = draw();
+    if (fate >= 0.04) return { copies: 1, late: fate < 0.09 ? draw() * this.scenario.timing.expiresAfter : 0 };
+    this.faults++;
+    this.record(receiver, { kind: 'fault', type: fate < 0.02 ? 'lost' : 'twice', detail: what });
+    return { copies: fate < 0.02 ? 0 : 2, late: 0 };
   }
 
   /** Something a real process would not survive, or that escapes the simulated time. */
@@ -446,6 +465,17 @@ export class World {
     this.unsubscribe(process);
     if (process.db.open) process.db.close();
   }
+}
+
+/** A 32-bit hash of numbers and a text. */
+function hashOf(...parts: Array<number | string>): number {
+  let hash = 0x811c9dc5;
+  for (const part of parts) {
+    const text = String(part);
+    for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+    hash = Math.imul(hash ^ 0xff, 0x01000193);
+  }
+  return hash >>> 0;
 }
 
 /** The birth of a process a fault started: after every candidate's number (64 at most). */

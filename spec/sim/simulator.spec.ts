@@ -47,7 +47,8 @@ describe('the simulator (npm run simulate)', () => {
       for (const r of outcome.history.records) if (r.kind === 'fault') kinds.add(r.type);
       writes += outcome.history.records.filter((r) => r.kind === 'write' && r.type === 'fenced').length;
     }
-    expect([...kinds].sort()).toEqual([...faultKinds, 'busy-after', 'busy-before', 'io-error-after', 'io-error-before'].sort());
+    const noise = ['busy-after', 'busy-before', 'io-error-after', 'io-error-before', 'lost', 'twice'];
+    expect([...kinds].sort()).toEqual([...faultKinds, ...noise].sort());
     expect(writes).toBeGreaterThan(100); // fenced writes the checker judged
     expect(failovers).toBeGreaterThan(200);
   });
@@ -72,7 +73,7 @@ describe('the simulator (npm run simulate)', () => {
     expect(shrunk.scenario).toMatchObject({
       candidates: 1,
       slots: 1,
-      noise: { latency: false, failures: false, lateness: false, options: false },
+      noise: { latency: false, failures: false, lateness: false, options: false, channels: false },
     });
   });
 
