@@ -7,7 +7,7 @@
 import type { SimHistory, SimRecord } from './world';
 
 export interface SimViolation {
-  check: 'overlap' | 'term-order' | 'malformed' | 'terminated' | 'liveness' | 'unhandled' | 'fenced';
+  check: 'overlap' | 'term-order' | 'malformed' | 'terminated' | 'liveness' | 'unhandled' | 'fenced' | 'handoff';
   detail: string;
   /** True time at which it shows. */
   at: number;
@@ -90,6 +90,7 @@ export function checkRun(history: SimHistory): SimOutcome {
       });
     }
   }
+  violations.push(...handoffsNotTaken(history.records));
   violations.push(...malformed(history.records));
   const failovers = history.records.filter((r) => r.kind === 'event' && r.type === 'elected').length - slots;
   return { violations: violations.sort((a, b) => a.at - b.at), failovers: Math.max(0, failovers) };
@@ -143,6 +144,40 @@ function beliefsOf(records: SimRecord[], endedAt: number): Belief[] {
   }
   for (const key of [...open.keys()]) close(key, endedAt);
   return beliefs;
+}
+
+/**
+ * A handoff to a live candidate by name, which the leader acted on (it said `lost`,
+ * `handed-off`), is taken by that candidate: the slot's next election is its own, unless
+ * anything else happened from the request to that election (a fault, a message lost or
+ * late, a slow answer, an error; or a slow answer or a late message still on its way at the
+ * request, or the leader's connection closed before it), which may rightly let another in
+ * once the window ends.
+ */
+function handoffsNotTaken(records: SimRecord[]): SimViolation[] {
+  const violations: SimViolation[] = [];
+  records.forEach((asked, index) => {
+    const named = asked.kind === 'fault' && asked.type === 'handoff' ? /^slot (\d+) term \d+ to (h\d+),/.exec(asked.detail ?? '') : null;
+    if (named === null) return;
+    const [slot, to] = [Number(named[1]), named[2]];
+    const after = records.slice(index + 1);
+    const handed = after.findIndex((r) => r.process === asked.process && r.slot === slot && r.type === 'lost' && r.detail === 'handed-off');
+    if (handed < 0) return;
+    const next = after.findIndex((r, i) => i > handed && r.kind === 'event' && r.slot === slot && r.type === 'elected');
+    if (next < 0) return;
+    const before = records.slice(0, index);
+    const lasting = before.some((r) => r.until !== undefined && r.until >= asked.at); // a slow answer on its way, say
+    if (before.some((r) => r.process === asked.process && r.type === 'close')) return; // the leader cannot write any more
+    const disturbed = lasting || after.slice(0, next).some((r) => r.kind === 'fault' || r.kind === 'error' || r.type === 'error');
+    if (!disturbed && after[next].holder !== to) {
+      violations.push({
+        check: 'handoff',
+        at: after[next].at,
+        detail: `slot ${slot}: handed off to ${to}, and ${after[next].holder} was elected (term ${after[next].term}) with nothing else going on`,
+      });
+    }
+  });
+  return violations;
 }
 
 /**

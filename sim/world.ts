@@ -17,6 +17,7 @@ import { LeaseStore, LockTaken } from '../src/store/lease-store';
 import { SqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
 import { mulberry32 } from '../test-kit/seeded-random';
 import type { PlannedFault, Scenario } from './scenario';
+import { ms } from './check';
 import { SimAnswer } from './sim-answer';
 import { SimChannels } from './sim-channels';
 import { SimHost, SimProcessClock, SimScheduler, Timeline } from './timeline';
@@ -40,6 +41,8 @@ export interface SimRecord {
   detail?: string;
   /** How far the process's wall clock is from true time (its steps), where it is not 0. */
   wall?: number;
+  /** For noise that lasts (a slow answer, a late message): until when, on true time. */
+  until?: number;
   /** For a `fenced` write: the slot's tenure as the database had it when the write committed, and the ms its lease had left. */
   tenure?: { holder: string; term: number; left: number };
 }
@@ -110,7 +113,12 @@ export class World {
     const { lateness, channels } = scenario.noise;
     this.channels = new SimChannels(this.timeline, (receiver, what) => {
       const fate = channels ? this.fateOf(receiver as SimProcess, what) : { copies: 1, late: 0 };
-      return { copies: fate.copies, delay: fate.late + (lateness ? this.random() * 2 : 0) };
+      const delay = fate.late + (lateness ? this.random() * 2 : 0);
+      if (fate.late > 0) {
+        const until = this.timeline.now + delay;
+        this.record(receiver as SimProcess, { kind: 'fault', type: 'late', detail: `${what}, ${ms(delay)}`, until });
+      }
+      return { copies: fate.copies, delay };
     });
     const setup = new Database(file);
     if (scenario.journal !== 'delete') setup.pragma('journal_mode = WAL');
@@ -152,7 +160,8 @@ export class World {
   private fateOf(receiver: SimProcess, what: string): { copies: number; late: number } {
     const draw = mulberry32(hashOf(this.scenario.seed, receiver.birth, what, Math.round(this.timeline.now * 1_000)));
     const fate = draw();
-    if (fate >= 0.04) return { copies: 1, late: fate < 0.09 ? draw() * this.scenario.timing.expiresAfter : 0 };
+    if (fate >= 0.09) return { copies: 1, late: 0 };
+    if (fate >= 0.04) return { copies: 1, late: draw() * this.scenario.timing.expiresAfter };
     this.faults++;
     this.record(receiver, { kind: 'fault', type: fate < 0.02 ? 'lost' : 'twice', detail: what });
     return { copies: fate < 0.02 ? 0 : 2, late: 0 };
@@ -228,7 +237,13 @@ export class World {
       const operation = traced(name, untraced);
       if (failures && random() < 0.01) throw failure('before');
       if (!latency || random() < 0.7) return operation();
-      const delay = () => (random() < 0.95 ? random() * 3 : random() * this.scenario.timing.expiresAfter);
+      const delay = () => {
+        if (random() < 0.95) return random() * 3;
+        const late = random() * this.scenario.timing.expiresAfter;
+        // Until its answer, at the latest: the other leg (statement or answer) takes 3 ms at most, unless slow too (recorded then).
+        this.record(owner, { kind: 'fault', type: 'slow', detail: `${name}, ${ms(late)}`, until: timeline.now + late + 3 });
+        return late;
+      };
       const answer = new SimAnswer<T>(timeline, owner, (error) =>
         this.unhandled(owner, `a rejection nobody handled, of ${name}: ${describeError(error)}`),
       );
@@ -385,7 +400,7 @@ export class World {
       case 'pause': {
         if (target.paused) return;
         const length = expiresAfter * (0.1 + 3 * fault.size);
-        note('pause', `${Math.round(length)} ms`);
+        this.record(target, { kind: 'fault', type: 'pause', detail: `${Math.round(length)} ms`, until: this.timeline.now + length });
         target.paused = true;
         this.timeline.at(length, () => {
           target.paused = false;
@@ -428,7 +443,8 @@ export class World {
     const askers = live.filter((p) => !p.paused);
     if (lease === undefined || askers.length === 0) return;
     const asker = askers[Math.floor(fault.pick * 7919) % askers.length];
-    const followers = live.filter((p) => p !== target && p.subscriptions.length > 0);
+    // Named, a candidate that campaigns: subscribed, running, its connection open.
+    const followers = live.filter((p) => p !== target && p.subscriptions.length > 0 && !p.paused && p.db.open);
     const to =
       fault.size < 0.5 ? followers[Math.floor(fault.size * 2 * followers.length)]?.holder : fault.size < 0.75 ? undefined : 'nobody';
     note('handoff', `slot ${lease.slot} term ${lease.term} to ${to ?? 'anybody'}, asked by ${asker.name}`);

@@ -47,7 +47,7 @@ describe('the simulator (npm run simulate)', () => {
       for (const r of outcome.history.records) if (r.kind === 'fault') kinds.add(r.type);
       writes += outcome.history.records.filter((r) => r.kind === 'write' && r.type === 'fenced').length;
     }
-    const noise = ['busy-after', 'busy-before', 'io-error-after', 'io-error-before', 'lost', 'twice'];
+    const noise = ['busy-after', 'busy-before', 'io-error-after', 'io-error-before', 'lost', 'twice', 'late', 'slow'];
     expect([...kinds].sort()).toEqual([...faultKinds, ...noise].sort());
     expect(writes).toBeGreaterThan(100); // fenced writes the checker judged
     expect(failovers).toBeGreaterThan(200);
@@ -153,6 +153,19 @@ describe('the simulator (npm run simulate)', () => {
       expect(checks([...led, write(2, { holder: 'b', term: 2, left: -1 })])).toEqual(['fenced']);
       expect(checks([...led, write(2, { holder: 'a', term: 3, left: 300 })])).toEqual(['fenced']);
       expect(checks([...led, write(2, undefined)])).toEqual(['fenced']);
+    });
+
+    it('finds a handoff to a live candidate by name taken by another, unless something else went on meanwhile', () => {
+      const asked: SimRecord = { ...event('a', 100, 'handoff'), kind: 'fault', detail: 'slot 0 term 1 to h2, asked by c' };
+      const handedOff: SimRecord = { ...event('a', 101, 'lost', 1), detail: 'handed-off' };
+      const next = (holder: string): SimRecord => ({ ...elected(holder, 2, 102, 5_000), holder });
+      const led = [elected('a', 1, 0, 600), asked, handedOff];
+      expect(checks([...led, next('h2')])).toEqual([]);
+      expect(checks([...led, next('h3')])).toEqual(['handoff']);
+      const lost: SimRecord = { ...event('h2', 101, 'lost'), kind: 'fault', detail: 'word handed' };
+      expect(checks([...led, lost, next('h3')])).toEqual([]);
+      const slow: SimRecord = { ...event('h2', 50, 'slow'), kind: 'fault', detail: 'renew, 300.0 ms', until: 350 };
+      expect(checks([elected('a', 1, 0, 600), slow, asked, handedOff, next('h3')])).toEqual([]);
     });
 
     it('finds an exception out of a timer, a rejection nobody handled, and anything started on the real event loop', () => {
