@@ -90,9 +90,20 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
 
   it('replaces early a leader whose worker thread was terminated', () =>
     explain(async () => {
-      // The leader campaigns in a worker thread of this process, with the built library.
+      // The leader campaigns in a worker thread of this process, with the built library. It
+      // says when it greeted a follower: the kernel lists a connection as accepted before the
+      // endpoint's callback writes the greeting, and a follower that never got it has no proof
+      // (a rehearsal under load terminated the thread in between, and the follower rightly
+      // waited out the lease).
       const thread = new Worker(
         `const { parentPort, workerData } = require('node:worker_threads');
+         const { Server } = require('node:net');
+         const emit = Server.prototype.emit;
+         Server.prototype.emit = function (event, ...args) {
+           const handled = emit.call(this, event, ...args);
+           if (event === 'connection') parentPort.postMessage({ type: 'greeted' });
+           return handled;
+         };
          const Database = require(workerData.driver);
          const { observeLeadership } = require(workerData.library);
          const db = new Database(workerData.file);
@@ -114,6 +125,7 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
         await eventually('the thread elected', () => events.find((event) => event.type === 'elected'));
         const [follower] = start(1);
         await eventually('the follower watching the thread', () => watcherCount(processes.database.file) === 1);
+        await eventually('the follower greeted', () => events.some((event) => event.type === 'greeted'));
         const terminatedAt = Date.now();
         await thread.terminate();
         await leaderAmong([follower]);
