@@ -2,6 +2,7 @@
  * npm run simulate -- [--seconds S] [--runs R] [--seed N] [--candidates N] [--slots N] [--duration MS]
  *                     [--threads T] [--plant NAME] [--journal wal|delete] [--out FILE] [--shrink-seconds S] [--shrink-runs R]
  * npm run simulate -- --replay FILE
+ * npm run simulate -- --exhaustive [--candidates 2|3] [--delays K] [--plant NAME] [--out FILE]
  *
  * Simulated runs, one per seed from N on, for S seconds of this machine's time (or R runs, if
  * fewer: the same seeds on any machine), on T threads
@@ -12,6 +13,9 @@
  * switched in (plants.ts); `--journal delete` runs on a rollback journal, better-sqlite3's
  * default, rather than WAL. Last line:
  * `simulated: F failovers, X faults, V violations in S s (seed N)`.
+ * `--exhaustive` runs every schedule of a small search instead (exhaustive.ts): every order of
+ * the events due at one instant in different processes, and every way up to K operations
+ * (0 unless told) answer late, under each fault plan; it says how many schedules that was.
  * Exits 1 on a violation, 2 on bad arguments.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -33,6 +37,8 @@ interface Arguments {
   threads: number;
   plant?: string;
   journal?: string;
+  exhaustive: boolean;
+  delays: number;
   replay?: string;
   out?: string;
 }
@@ -47,6 +53,7 @@ const numbers: Record<string, [keyof Arguments, number, number]> = {
   '--shrink-seconds': ['shrinkSeconds', 0, 3_600],
   '--shrink-runs': ['shrinkRuns', 0, 1_000_000],
   '--threads': ['threads', 1, 256],
+  '--delays': ['delays', 0, 4],
 };
 const strings: Record<string, 'plant' | 'journal' | 'replay' | 'out'> = {
   '--plant': 'plant',
@@ -59,6 +66,8 @@ export function parseArguments(argv: string[]): Arguments {
   const args: Arguments = {
     seconds: 10,
     runs: Infinity,
+    exhaustive: false,
+    delays: 0,
     seed: 1,
     candidates: 3,
     slots: 1,
@@ -69,6 +78,11 @@ export function parseArguments(argv: string[]): Arguments {
   };
   for (let i = 0; i < argv.length; i += 2) {
     const [option, value] = [argv[i], argv[i + 1]];
+    if (option === '--exhaustive') {
+      args.exhaustive = true;
+      i--; // no value
+      continue;
+    }
     if (option in strings) {
       if (value === undefined) throw new Error(`${option} needs a value`);
       args[strings[option]] = value;
@@ -121,6 +135,7 @@ async function main(): Promise<number> {
     );
     return told.violation === undefined ? 0 : 1;
   }
+  if (args.exhaustive) return exhaustively(args, planted, elapsed);
   const shape = {
     candidates: args.candidates,
     slots: args.slots,
@@ -150,6 +165,33 @@ async function main(): Promise<number> {
   console.log(
     `simulated: ${run.failovers} failovers, ${run.faults} faults, 1 violations in ${elapsed()} s (seed ${run.found.scenario.seed})`,
   );
+  return 1;
+}
+
+/** `--exhaustive`: every schedule of the search, or the first that fails, written out and told. */
+function exhaustively(args: Arguments, planted: string | undefined, elapsed: () => string): number {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { exhaust, horizon } = require('./exhaustive') as typeof import('./exhaustive');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { story } = require('./explore') as typeof import('./explore');
+  const { candidates, delays } = args;
+  // Every schedule, however long that takes, unless told otherwise.
+  const seconds = process.argv.includes('--seconds') ? args.seconds : Infinity;
+  const result = exhaust({ candidates, delays, ...(planted !== undefined && { plant: planted }) }, { seconds });
+  console.log(
+    `exhaustive: ${result.plans} fault plans, ${result.schedules} schedules${result.complete ? ' (all of them)' : ' (stopped)'}: ` +
+      `every order of the events due at one instant in different processes, and up to ${delays} late answer(s), ` +
+      `within ${horizon} ms, ${candidates} candidates, in ${elapsed()} s`,
+  );
+  if (result.found === undefined) {
+    console.log(`simulated: ${result.failovers} failovers, ${result.plans - 1} faults, 0 violations in ${elapsed()} s (seed 1)`);
+    return 0;
+  }
+  const file = args.out ?? join(tmpdir(), 'observe-leadership-simulation-exhaustive.json');
+  writeFileSync(file, `${JSON.stringify(result.found.scenario, null, 2)}\n`);
+  console.log(story(result.found.scenario).lines.join('\n'));
+  console.log(`replay: npm run simulate -- --replay ${file}`);
+  console.log(`simulated: ${result.failovers} failovers, ${result.plans - 1} faults, 1 violations in ${elapsed()} s (seed 1)`);
   return 1;
 }
 

@@ -75,6 +75,11 @@ export interface Scenario {
   timing: Timing;
   noise: Noise;
   faults: PlannedFault[];
+  /**
+   * A run of an exhaustive search (exhaustive.ts): how many operations may answer late, the
+   * horizon of its choices, and the choices it made (see chooser.ts), replayed as they were.
+   */
+  exhaustive?: { delays: number; horizon: number; choices: number[] };
   /** A planted bug the run was made with (plants.ts), recorded so that a replay plants it too. */
   plant?: string;
   /** Why a scenario is kept (spec/sim/corpus): what it found, and what fixed it. */

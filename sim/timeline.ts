@@ -28,6 +28,11 @@ export class Timeline {
   now = 0;
   /** The process whose event runs now, if any. */
   running: SimProcessClock | undefined;
+  /**
+   * Set for an exhaustive search: which of the processes whose events are due at one
+   * instant runs first (each process's own events keep their order, as a real one's timers do).
+   */
+  choose: ((count: number) => number) | undefined;
   private readonly queue: Due[] = [];
   private seq = 0;
 
@@ -57,9 +62,11 @@ export class Timeline {
   /** Runs every event due up to `until`, in order; the time is then `until`. */
   runUntil(until: number): void {
     for (;;) {
-      const next = this.queue[0];
-      if (next === undefined || next.at > until) break;
-      this.pop();
+      const first = this.queue[0];
+      if (first === undefined || first.at > until) break;
+      let next: Due | undefined = first;
+      if (this.choose === undefined) this.pop();
+      else if ((next = this.chosen()) === undefined) continue;
       if (next.cancelled) continue;
       this.now = next.at;
       const { owner } = next;
@@ -79,6 +86,31 @@ export class Timeline {
       }
     }
     this.now = until;
+  }
+
+  /**
+   * Of the events due at the first instant, the first of each process (and each event of
+   * none): the one `choose` picks, the others left where they were. Events that cannot run
+   * (cancelled, of a dead process) are dropped first, and those of a paused one held, so that
+   * only real alternatives count; `undefined` if none was left.
+   */
+  private chosen(): Due | undefined {
+    const at = this.queue[0].at;
+    const due: Due[] = [];
+    while (this.queue.length > 0 && this.queue[0].at === at) {
+      const next = this.queue[0];
+      this.pop();
+      if (next.cancelled || (next.owner !== undefined && !next.owner.alive)) continue;
+      if (next.owner?.paused) next.owner.held.push(next);
+      else due.push(next);
+    }
+    const heads = due.filter(
+      (event, index) => event.owner === undefined || due.findIndex((other) => other.owner === event.owner) === index,
+    );
+    if (heads.length === 0) return undefined;
+    const picked = heads[(this.choose as (count: number) => number)(heads.length)];
+    for (const event of due) if (event !== picked) this.push(event);
+    return picked;
   }
 
   private push(due: Due): void {

@@ -18,6 +18,7 @@ import { SqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
 import { mulberry32 } from '../test-kit/seeded-random';
 import type { PlannedFault, Scenario } from './scenario';
 import { ms } from './check';
+import { Choice, Chooser } from './chooser';
 import { SimAnswer } from './sim-answer';
 import { SimChannels } from './sim-channels';
 import { SimHost, SimProcessClock, SimScheduler, Timeline } from './timeline';
@@ -54,6 +55,8 @@ export interface SimHistory {
   quietFrom: number;
   endedAt: number;
   faults: number;
+  /** For a run of an exhaustive search: every choice it made, and of how many. */
+  choices?: Choice[];
 }
 
 class SimProcess implements SimProcessClock {
@@ -73,6 +76,7 @@ class SimProcess implements SimProcessClock {
   readonly store: LeaseStore;
   readonly sqlite: SqliteLeaseStore;
   readonly scheduler: SimScheduler;
+  private statements: ReturnType<typeof ledgerStatements> | undefined;
 
   constructor(
     readonly name: string,
@@ -87,6 +91,10 @@ class SimProcess implements SimProcessClock {
     this.sqlite = new SqliteLeaseStore(this.db, world.channels.of(this));
     this.store = world.withLatency(this.sqlite, this);
   }
+
+  get ledger(): ReturnType<typeof ledgerStatements> {
+    return (this.statements ??= ledgerStatements(this.db));
+  }
 }
 
 export class World {
@@ -100,6 +108,8 @@ export class World {
   private readonly leading = new Map<string, Lease>();
   private born = 0;
   private faults = 0;
+  /** For a run of an exhaustive search: the choices, instead of the noise. */
+  private readonly chooser: Chooser | undefined;
 
   constructor(
     readonly scenario: Scenario,
@@ -110,6 +120,12 @@ export class World {
   ) {
     // The noise and the candidates' options, drawn as the run goes: a scenario replays exactly.
     this.random = mulberry32(scenario.seed);
+    const { exhaustive } = scenario;
+    if (exhaustive !== undefined) {
+      const chooser = new Chooser(exhaustive.choices, exhaustive.delays, exhaustive.horizon, () => this.timeline.now);
+      this.timeline.choose = (count) => chooser.choose(count);
+      this.chooser = chooser;
+    }
     const { lateness, channels } = scenario.noise;
     this.channels = new SimChannels(this.timeline, (receiver, what) => {
       const fate = channels ? this.fateOf(receiver as SimProcess, what) : { copies: 1, late: 0 };
@@ -188,7 +204,14 @@ export class World {
     // Quiet: every pause ends (its own event), the slots settle.
     this.timeline.runUntil(duration + 6 * (timing.expiresAfter + timing.retryEvery) + 4 * timing.expiresAfter);
     for (const process of this.processes) this.end(process);
-    return { scenario: this.scenario, records: this.records, quietFrom, endedAt: this.timeline.now, faults: this.faults };
+    return {
+      scenario: this.scenario,
+      records: this.records,
+      quietFrom,
+      endedAt: this.timeline.now,
+      faults: this.faults,
+      ...(this.chooser !== undefined && { choices: this.chooser.made }),
+    };
   }
 
   private record(process: SimProcess, record: Omit<SimRecord, 'at' | 'process' | 'holder'>): void {
@@ -233,8 +256,33 @@ export class World {
             }
           }
         : operation;
+    const chosen = <T>(name: string, operation: () => T): T | PromiseLike<T> => {
+      const latency = (this.chooser as Chooser).latency();
+      if (latency === 0) return operation();
+      const [toStatement, toAnswer] = latency === 1 ? [1, 1] : [1, this.scenario.timing.expiresAfter];
+      if (latency === 2)
+        this.record(owner, { kind: 'fault', type: 'slow', detail: `${name}, a lease`, until: timeline.now + 1 + toAnswer });
+      const answer = new SimAnswer<T>(timeline, owner, (error) =>
+        this.unhandled(owner, `a rejection nobody handled, of ${name}: ${describeError(error)}`),
+      );
+      timeline.at(
+        toStatement,
+        () => {
+          let outcome: { value: T } | { error: unknown };
+          try {
+            outcome = { value: operation() };
+          } catch (error) {
+            outcome = { error };
+          }
+          timeline.at(toAnswer, () => answer.settle(outcome), owner);
+        },
+        owner,
+      );
+      return answer;
+    };
     const later = <T>(name: string, untraced: () => T): T | PromiseLike<T> => {
       const operation = traced(name, untraced);
+      if (this.chooser !== undefined) return chosen(name, operation);
       if (failures && random() < 0.01) throw failure('before');
       if (!latency || random() < 0.7) return operation();
       const delay = () => {
@@ -346,11 +394,10 @@ export class World {
     const clocks = () => process.scheduler.readClocks();
     let tenure: SimRecord['tenure'];
     try {
+      const { ledger } = process;
       process.sqlite.fencedSync(lease, clocks, () => {
-        process.db
-          .prepare('INSERT INTO sim_ledger (slot, holder, term, at) VALUES (?, ?, ?, ?)')
-          .run(lease.slot, lease.holder, lease.term, this.timeline.now);
-        tenure = tenureNow(process.db, lease.slot, clocks());
+        ledger.insert.run(lease.slot, lease.holder, lease.term, this.timeline.now);
+        tenure = tenureNow(ledger.tenure, lease.slot, clocks());
       });
     } catch (error) {
       this.record(process, { kind: 'write', slot: lease.slot, type: 'refused', term: lease.term, detail: (error as LeadershipError).code });
@@ -500,17 +547,23 @@ function bornOf(fault: PlannedFault): number {
 }
 
 /** The slot's tenure and the ms its lease has left at `now`, read straight from the tables (the simulator's own statement). */
-function tenureNow(db: Database.Database, slot: number, now: ClockReading): SimRecord['tenure'] {
-  const row = db
-    .prepare(
+function tenureNow(read: Database.Statement, slot: number, now: ClockReading): SimRecord['tenure'] {
+  const row = read.get({ slot, now: now.now, clock: now.clock }) as { holder: string; term: number; left: number | null } | undefined;
+  return row && { holder: row.holder, term: row.term, left: row.left ?? -Infinity };
+}
+
+/** A process's own statements for its leader's job: its ledger row, and the slot's tenure read beside it (prepared at the first write). */
+function ledgerStatements(db: Database.Database): { insert: Database.Statement; tenure: Database.Statement } {
+  return {
+    insert: db.prepare('INSERT INTO sim_ledger (slot, holder, term, at) VALUES (?, ?, ?, ?)'),
+    tenure: db.prepare(
       `SELECT lease.holder AS holder, term.term AS term, deadline.expires_at - @now AS left
         FROM worker_leadership AS lease JOIN worker_leadership_term AS term ON term.slot = lease.slot
         LEFT JOIN worker_leadership_deadline AS deadline
           ON deadline.slot = lease.slot AND deadline.holder = lease.holder AND deadline.term = term.term AND deadline.clock = @clock
         WHERE lease.slot = @slot`,
-    )
-    .get({ slot, now: now.now, clock: now.clock }) as { holder: string; term: number; left: number | null } | undefined;
-  return row && { holder: row.holder, term: row.term, left: row.left ?? -Infinity };
+    ),
+  };
 }
 
 /** The kinds of async resource (async_hooks) that run outside the simulated time. */

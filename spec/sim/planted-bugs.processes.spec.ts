@@ -64,3 +64,20 @@ describe.each(Object.entries(plants))('npm run simulate -- --plant %s', (name, {
     }
   }, 120_000);
 });
+
+describe('npm run simulate -- --exhaustive --plant take-keeps-term', () => {
+  it('finds the plant among every schedule of the search, and writes a run that replays it', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'observe-leadership-exhaustive-'));
+    const file = join(folder, 'found.json');
+    try {
+      const found = await simulate(['--exhaustive', '--candidates', '2', '--plant', 'take-keeps-term', '--out', file]);
+      expect(found.code).toBe(1);
+      expect(found.output).toMatch(/^violation, term-order: /m);
+      const replayed = await simulate(['--replay', file]);
+      expect(replayed.code).toBe(1);
+      expect(replayed.output).toMatch(/^violation, term-order: /m);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  }, 60_000);
+});

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { checkRun } from '../../sim/check';
 import { timelineNear, simulate } from '../../sim/run';
 import { defaultTiming, faultKinds, Scenario, scenarioOf } from '../../sim/scenario';
+import { exhaust } from '../../sim/exhaustive';
 import { shrink } from '../../sim/shrink';
 import { SimAnswer } from '../../sim/sim-answer';
 import { SimHistory, SimRecord, World } from '../../sim/world';
@@ -55,6 +56,15 @@ describe('the simulator (npm run simulate)', () => {
 
   it.each(corpus)('replays $file of its corpus of findings (spec/sim/corpus) with no violation', ({ scenario }) => {
     expect(firstViolation(simulate(scenario))).toBeUndefined();
+  });
+
+  it('runs every schedule of an exhaustive search once, each a different way, and finds a planted-free run clean', () => {
+    const schedules: string[] = [];
+    const result = exhaust({ candidates: 2, delays: 0 }, { plans: [[]], seen: (choices) => schedules.push(choices.join()) });
+    expect(result).toMatchObject({ plans: 1, complete: true });
+    expect(result.found).toBeUndefined();
+    expect(result.schedules).toBeGreaterThan(10);
+    expect(new Set(schedules).size).toBe(result.schedules);
   });
 
   it('shrinks a failing scenario to the faults it needs: no other fault, noise, candidate or slot', () => {
