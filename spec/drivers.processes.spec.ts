@@ -61,6 +61,8 @@ describe.each(['wal', 'delete'] as const)('one leader among three drivers on one
         // Only a follower that reached the leader's endpoint has its proof: a follower that
         // first reads the tenure after the kill waits for the lease (docs/how-it-works.md).
         await eventually('both followers watching the leader', () => watcherCount(processes.database.file) === workers.size - 1);
+        // Accepted is not yet greeted (test-kit/worker.ts, reportGreetings): a kill in between leaves no proof.
+        await eventually('both followers greeted', () => leader.greetedSinceElected() >= workers.size - 1);
         leader.signal('SIGKILL');
         await leader.exited;
         const killedAt = Date.now();

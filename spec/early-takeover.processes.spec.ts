@@ -32,6 +32,7 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
       const candidates = start(3);
       const first = await leaderAmong(candidates);
       await eventually('both followers watching the leader', () => watcherCount(processes.database.file) === 2);
+      await eventually('both followers greeted', () => first.greetedSinceElected() >= 2);
       first.signal('SIGKILL');
       const killedAt = Date.now();
       const second = await leaderAmong(candidates.filter((w) => w !== first));
@@ -53,6 +54,7 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
         const candidates = start(3, timing);
         const first = await leaderAmong(candidates);
         await eventually('both followers watching the leader', () => watcherCount(processes.database.file) === 2);
+        await eventually('both followers greeted', () => first.greetedSinceElected() >= 2);
         first.signal('SIGKILL');
         const second = await leaderAmong(candidates.filter((w) => w !== first));
         // On proof of death, no lock-delay: well before the dead leader's lease even ended.
@@ -79,6 +81,7 @@ describe.each(['wal', 'delete'] as const)('early takeover across processes, jour
         await leaderAmong([first]);
         const [second] = start(1);
         await eventually('the follower watching the leader across namespaces', () => watcherCount(processes.database.file) === 1);
+        await eventually('the follower greeted', () => first.greetedSinceElected() >= 1);
         first.signal('SIGKILL');
         await leaderAmong([second]);
         expect(second.last('elected')!.mono!).toBeLessThan(lastExpiry(first) - 40_000);

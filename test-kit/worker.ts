@@ -13,7 +13,7 @@
  * README's health example does, on a free port of 127.0.0.1 that it reports (`health`).
  */
 import { createServer } from 'node:http';
-import { AddressInfo } from 'node:net';
+import { AddressInfo, Server } from 'node:net';
 import { createInterface } from 'node:readline';
 import { IntervalHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Pool } from 'pg';
@@ -123,7 +123,23 @@ function startMetrics(worker: string): { candidates: LeadershipInstrument; watch
   return { candidates: leadershipMetrics({ meter }), watches: leaderMetrics({ meter }) };
 }
 
+/**
+ * Reports each follower a tenure endpoint of this process greeted (`greeted`): the kernel
+ * lists a connection as accepted before the endpoint's callback writes the greeting, and a
+ * follower never greeted has no proof of this process's death. Specs that kill a leader to
+ * see a proof wait for this, not for the accepted connection alone.
+ */
+function reportGreetings(): void {
+  const emit = Server.prototype.emit as (this: Server, event: string | symbol, ...args: unknown[]) => boolean;
+  Server.prototype.emit = function (this: Server, event: string | symbol, ...args: unknown[]): boolean {
+    const handled = emit.call(this, event, ...args);
+    if (event === 'connection' && String(this.address()).includes('-leadership-')) report({ type: 'greeted' });
+    return handled;
+  };
+}
+
 function main(): void {
+  reportGreetings();
   const options = JSON.parse(process.argv[2]) as WorkerOptions;
   const {
     file,

@@ -28,6 +28,12 @@ export class ChildWorker extends WorkerProcess {
     return this.records.filter((record) => record.type === type).at(-1);
   }
 
+  /** How many followers its tenure endpoints greeted since it was last elected (see test-kit/worker.ts, `greeted`). */
+  greetedSinceElected(): number {
+    const elected = this.last('elected');
+    return elected === undefined ? 0 : this.records.filter((record) => record.type === 'greeted' && record.at >= elected.at).length;
+  }
+
   /** Whether, by its own reports, it leads slot 0 now (and is alive). */
   get leads(): boolean {
     return this.alive && this.leading.has(0);
