@@ -22,6 +22,7 @@
  * started for the run, under libfaketime). No worker of the original statements then: it
  * judges leases by the wall clock, which a step fools (see docs/operating.md).
  */
+import { runCommand } from '../test-kit/command';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { checkHistory } from './checker';
 import { networkNamespace } from '../test-kit/network-namespace';
@@ -176,12 +177,4 @@ function onHost(url: string, host: string): string {
   return parsed.toString();
 }
 
-if (require.main === module) {
-  main().then(
-    (code) => (process.exitCode = code),
-    (error) => {
-      console.error(error);
-      process.exitCode = 2;
-    },
-  );
-}
+if (require.main === module) runCommand(main);

@@ -156,26 +156,36 @@ function beliefsOf(records: SimRecord[], endedAt: number): Belief[] {
  */
 function handoffsNotTaken(records: SimRecord[]): SimViolation[] {
   const violations: SimViolation[] = [];
+  const first = (from: number, where: (r: SimRecord) => boolean) => {
+    for (let i = from; i < records.length; i++) if (where(records[i])) return i;
+    return -1;
+  };
+  // What came before the record at hand: the end of the longest noise still lasting, the processes whose connection was closed.
+  let lastingUntil = -Infinity;
+  const closed = new Set<string>();
   records.forEach((asked, index) => {
     const named = asked.kind === 'fault' && asked.type === 'handoff' ? /^slot (\d+) term \d+ to (h\d+),/.exec(asked.detail ?? '') : null;
-    if (named === null) return;
-    const [slot, to] = [Number(named[1]), named[2]];
-    const after = records.slice(index + 1);
-    const handed = after.findIndex((r) => r.process === asked.process && r.slot === slot && r.type === 'lost' && r.detail === 'handed-off');
-    if (handed < 0) return;
-    const next = after.findIndex((r, i) => i > handed && r.kind === 'event' && r.slot === slot && r.type === 'elected');
-    if (next < 0) return;
-    const before = records.slice(0, index);
-    const lasting = before.some((r) => r.until !== undefined && r.until >= asked.at); // a slow answer on its way, say
-    if (before.some((r) => r.process === asked.process && r.type === 'close')) return; // the leader cannot write any more
-    const disturbed = lasting || after.slice(0, next).some((r) => r.kind === 'fault' || r.kind === 'error' || r.type === 'error');
-    if (!disturbed && after[next].holder !== to) {
-      violations.push({
-        check: 'handoff',
-        at: after[next].at,
-        detail: `slot ${slot}: handed off to ${to}, and ${after[next].holder} was elected (term ${after[next].term}) with nothing else going on`,
-      });
+    if (named !== null && !closed.has(asked.process)) {
+      const [slot, to] = [Number(named[1]), named[2]];
+      const handed = first(
+        index + 1,
+        (r) => r.process === asked.process && r.slot === slot && r.type === 'lost' && r.detail === 'handed-off',
+      );
+      const next = handed < 0 ? -1 : first(handed + 1, (r) => r.kind === 'event' && r.slot === slot && r.type === 'elected');
+      const disturbed = () =>
+        lastingUntil >= asked.at || // a slow answer on its way, say
+        records.slice(index + 1, next).some((r) => r.kind === 'fault' || r.kind === 'error' || r.type === 'error');
+      if (next >= 0 && records[next].holder !== to && !disturbed()) {
+        const elected = records[next];
+        violations.push({
+          check: 'handoff',
+          at: elected.at,
+          detail: `slot ${slot}: handed off to ${to}, and ${elected.holder} was elected (term ${elected.term}) with nothing else going on`,
+        });
+      }
     }
+    if (asked.until !== undefined) lastingUntil = Math.max(lastingUntil, asked.until);
+    if (asked.type === 'close') closed.add(asked.process); // the leader cannot write any more
   });
   return violations;
 }

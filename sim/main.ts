@@ -18,6 +18,7 @@
  * (0 unless told) answer late, under each fault plan; it says how many schedules that was.
  * Exits 1 on a violation, 2 on bad arguments.
  */
+import { runCommand } from '../test-kit/command';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -195,12 +196,4 @@ function exhaustively(args: Arguments, planted: string | undefined, elapsed: () 
   return 1;
 }
 
-if (require.main === module) {
-  main().then(
-    (code) => (process.exitCode = code),
-    (error) => {
-      console.error(error);
-      process.exitCode = 2;
-    },
-  );
-}
+if (require.main === module) runCommand(main);

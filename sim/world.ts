@@ -8,7 +8,8 @@ import { createHook } from 'node:async_hooks';
 import Database from 'better-sqlite3';
 import { interval, Subject, Subscription, tap } from 'rxjs';
 import type { ClockReading } from '../src/core/monotonic-scheduler';
-import { isPromiseLike } from '../src/core/eventually';
+import { valueNow } from '../src/core/eventually';
+import { errorText } from '../src/core/error-text';
 import { Lease, LeadershipEvent } from '../src/core/leadership-event';
 import { whileLeader } from '../src/surface/operators/while-leader';
 import { observeLeadership } from '../src/surface/observe-leadership';
@@ -98,7 +99,7 @@ class SimProcess implements SimProcessClock {
 }
 
 export class World {
-  readonly timeline = new Timeline((error, owner) => this.unhandled(owner as SimProcess | undefined, `uncaught ${describeError(error)}`));
+  readonly timeline = new Timeline((error, owner) => this.unhandled(owner as SimProcess | undefined, `uncaught ${errorText(error)}`));
   readonly host: SimHost = { name: 'sim host', offset: 5_000_000 };
   readonly random: () => number;
   readonly channels: SimChannels;
@@ -256,29 +257,49 @@ export class World {
             }
           }
         : operation;
-    const chosen = <T>(name: string, operation: () => T): T | PromiseLike<T> => {
-      const latency = (this.chooser as Chooser).latency();
-      if (latency === 0) return operation();
-      const [toStatement, toAnswer] = latency === 1 ? [1, 1] : [1, this.scenario.timing.expiresAfter];
-      if (latency === 2)
-        this.record(owner, { kind: 'fault', type: 'slow', detail: `${name}, a lease`, until: timeline.now + 1 + toAnswer });
+    /**
+     * `operation` run `toStatement()` ms from now, and its outcome (turned into a failure if
+     * `failsAfter()`) answered `toAnswer()` ms after that: drawn in that order, as the run goes.
+     */
+    const answered = <T>(
+      name: string,
+      operation: () => T,
+      toStatement: () => number,
+      toAnswer: () => number,
+      failsAfter: () => boolean,
+    ) => {
       const answer = new SimAnswer<T>(timeline, owner, (error) =>
-        this.unhandled(owner, `a rejection nobody handled, of ${name}: ${describeError(error)}`),
+        this.unhandled(owner, `a rejection nobody handled, of ${name}: ${errorText(error)}`),
       );
       timeline.at(
-        toStatement,
+        toStatement(),
         () => {
           let outcome: { value: T } | { error: unknown };
           try {
             outcome = { value: operation() };
+            if (failsAfter()) outcome = { error: failure('after') };
           } catch (error) {
             outcome = { error };
           }
-          timeline.at(toAnswer, () => answer.settle(outcome), owner);
+          timeline.at(toAnswer(), () => answer.settle(outcome), owner);
         },
         owner,
       );
       return answer;
+    };
+    const chosen = <T>(name: string, operation: () => T): T | PromiseLike<T> => {
+      const latency = (this.chooser as Chooser).latency();
+      if (latency === 0) return operation();
+      const toAnswer = latency === 1 ? 1 : this.scenario.timing.expiresAfter;
+      if (latency === 2)
+        this.record(owner, { kind: 'fault', type: 'slow', detail: `${name}, a lease`, until: timeline.now + 1 + toAnswer });
+      return answered(
+        name,
+        operation,
+        () => 1,
+        () => toAnswer,
+        () => false,
+      );
     };
     const later = <T>(name: string, untraced: () => T): T | PromiseLike<T> => {
       const operation = traced(name, untraced);
@@ -292,24 +313,7 @@ export class World {
         this.record(owner, { kind: 'fault', type: 'slow', detail: `${name}, ${ms(late)}`, until: timeline.now + late + 3 });
         return late;
       };
-      const answer = new SimAnswer<T>(timeline, owner, (error) =>
-        this.unhandled(owner, `a rejection nobody handled, of ${name}: ${describeError(error)}`),
-      );
-      timeline.at(
-        delay(),
-        () => {
-          let outcome: { value: T } | { error: unknown };
-          try {
-            outcome = { value: operation() };
-            if (failures && random() < 0.01) outcome = { error: failure('after') };
-          } catch (error) {
-            outcome = { error };
-          }
-          timeline.at(delay(), () => answer.settle(outcome), owner);
-        },
-        owner,
-      );
-      return answer;
+      return answered(name, operation, delay, delay, () => failures && random() < 0.01);
     };
     // Every call that may answer later does so here, as on PostgreSQL: the capabilities' too.
     return {
@@ -497,7 +501,7 @@ export class World {
     note('handoff', `slot ${lease.slot} term ${lease.term} to ${to ?? 'anybody'}, asked by ${asker.name}`);
     try {
       const told = asker.store.capabilities?.handoffs?.tell({ kind: 'asked', lease, ...(to !== undefined && { to }) });
-      if (told !== undefined && isPromiseLike(told)) told.then(undefined, () => undefined);
+      if (told !== undefined) valueNow(told); // its failure caught, as handOff's is
     } catch {
       // the word never went: as after a failed handOff
     }
@@ -568,10 +572,6 @@ function ledgerStatements(db: Database.Database): { insert: Database.Statement; 
 
 /** The kinds of async resource (async_hooks) that run outside the simulated time. */
 const realAsync = new Set(['PROMISE', 'Timeout', 'Immediate', 'TickObject', 'Microtask']);
-
-function describeError(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-}
 
 /** An operation's answer, in a few words. */
 function describe(answer: unknown): string {

@@ -195,7 +195,7 @@ describe('the simulator (npm run simulate)', () => {
         world.timeline.at(400, () => void setTimeout(() => undefined, 0));
         const found = checkRun(world.run()).violations.filter((v) => v.check === 'unhandled');
         expect(found.map((v) => [v.at, v.detail])).toEqual([
-          [100, '-: uncaught Error: thrown by a timer'],
+          [100, '-: uncaught ERROR: thrown by a timer'],
           [200, '-: rejected: nobody'],
           [300, expect.stringMatching(/^-: a real PROMISE started/)],
           [400, expect.stringMatching(/^-: a real Timeout started/)],
