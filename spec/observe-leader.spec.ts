@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { LeaderState, observeLeader, observeLeadership } from '../src';
+import type { ChangeOrigin, LeaseChange, LeaseReader, LeaseView } from '../src/store/lease-store';
 import { eventually } from '../test-kit/eventually';
 import { originalStatements, originalTable } from '../test-kit/original-statements';
 import { postgresLeaseStore } from '../src/postgres';
@@ -53,6 +54,38 @@ describe('observeLeader', () => {
       expectObservable(observeLeader(db, { pollEvery: 1_000, scheduler }), '^ 50ms !').toBe('a 20ms b', {
         a: leads('rust', 0, 20), // no term table yet: the original worker alone ran
         b: nobody,
+      });
+    });
+  });
+
+  it('looks again at once after an answer that was on its way when the store reported a change', () => {
+    // A store that answers later (PostgreSQL): a notification can arrive just before the
+    // answer to a read made earlier, in the same chunk of the socket. That answer may predate
+    // the change: the next look comes at once, not at the next poll.
+    const pending: Array<(view: LeaseView | undefined) => void> = [];
+    let notify: ((origin: ChangeOrigin, change: LeaseChange) => void) | undefined;
+    const later: LeaseReader = {
+      clock: 'candidate',
+      // An answer that comes when the spec gives it, in the frame it chooses.
+      look: () =>
+        ({ then: (answered: (view: LeaseView | undefined) => void) => pending.push(answered) }) as unknown as PromiseLike<undefined>,
+      capabilities: {
+        changes: { watch: (listener) => ((notify = listener), () => (notify = undefined)), isWatching: () => true },
+      },
+    };
+    const lease = { holder: 'a', term: 1, expiresAt: 100_000 };
+    const scheduler = virtualTime();
+    scheduler.run(({ cold, expectObservable }) => {
+      cold('1ms a').subscribe(() => pending.shift()?.(undefined)); // the first look: nobody
+      cold('2ms a').subscribe(() => notify?.('anywhere', 'unheard')); // a second look goes out
+      cold('3ms a').subscribe(() => {
+        notify?.('anywhere', 'election'); // a has just taken the slot…
+        pending.shift()?.(undefined); // …after the second look read it free
+      });
+      cold('4ms a').subscribe(() => pending.shift()?.({ lease, expiresIn: 99_000 })); // a third look, at once
+      expectObservable(observeLeader(later, { pollEvery: 60_000, scheduler }), '^ 10ms !').toBe('-a 2ms b', {
+        a: nobody,
+        b: leads('a', 1, 100_000),
       });
     });
   });

@@ -16,7 +16,7 @@ export class SpawnedScript {
 
   /** Waits until the output matches `pattern`; the match. */
   shows(pattern: RegExp): Promise<RegExpMatchArray> {
-    return eventually(`${pattern} in the output`, () => this.output.match(pattern));
+    return eventually(`${pattern} in the output`, () => this.output.match(pattern), { explain: () => this.output });
   }
 
   /** Waits for the exit: the code, and everything it printed. */

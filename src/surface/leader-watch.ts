@@ -22,9 +22,9 @@ export interface WatchSetting {
  * One subscription of `observeLeader`: it looks at the slot, then again at its next poll,
  * when the store reports a change, or just after the live lease it saw can end, and emits
  * the slot's state each time it changes. One look is in flight at a time; a look asked for
- * meanwhile runs once that one lands, in place of its answer (which may predate the change
- * that asked for it). Transient errors are skipped (a lock met is tried again within ms);
- * others end the stream.
+ * meanwhile runs once that one lands, in place of its answer, and a change reported
+ * meanwhile makes the next look come at once: either way the answer may predate the change.
+ * Transient errors are skipped (a lock met is tried again within ms); others end the stream.
  */
 export class LeaderWatch {
   private timer: Subscription | undefined;
@@ -33,6 +33,8 @@ export class LeaderWatch {
   private readonly lockRetry = new LockRetry();
   private readonly flights = new OneInFlight((error) => this.subscriber.error(error));
   private unwatch: (() => void) | undefined;
+  /** Set when the store reports a change while a look is in flight: its answer may predate the change, so another look follows it at once. */
+  private changedMeanwhile = false;
 
   constructor(
     private readonly setting: WatchSetting,
@@ -41,7 +43,7 @@ export class LeaderWatch {
 
   start(): void {
     // A change reported by the store comes from inside another operation: look right after it.
-    this.unwatch = this.setting.store.capabilities?.changes?.watch(() => this.lookIn(0), { elections: true, renewals: true });
+    this.unwatch = this.setting.store.capabilities?.changes?.watch(() => this.changed(), { elections: true, renewals: true });
     this.look();
   }
 
@@ -54,18 +56,26 @@ export class LeaderWatch {
   private readonly look = (): void => {
     this.timer?.unsubscribe();
     const { store, slot, scheduler } = this.setting;
-    this.flights.whenSettled(() =>
+    this.flights.whenSettled(() => {
+      this.changedMeanwhile = false;
       this.flights.run(
         () => store.look(slot, readClocks(scheduler)),
         (view) => this.landed(() => this.seen(view)),
         (error) => this.landed(() => this.failed(error)),
-      ),
-    );
+      );
+    });
   };
 
+  private changed(): void {
+    // A timer set now would be replaced by the next one that the answer on its way sets.
+    if (this.flights.busy) this.changedMeanwhile = true;
+    else this.lookIn(0);
+  }
+
+  /** The next look in `ms`, or at once if a change was reported since the last one went out. */
   private lookIn(ms: number): void {
     this.timer?.unsubscribe();
-    this.timer = this.setting.scheduler.schedule(this.look, ms);
+    this.timer = this.setting.scheduler.schedule(this.look, this.changedMeanwhile ? 0 : ms);
   }
 
   /** An answer is handled unless the stream ended, or a newer look is due. */
