@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { postgresLedgerTable } from '../test-kit/chaos-database';
 import { eventually } from '../test-kit/eventually';
@@ -266,4 +267,27 @@ describe('on PostgreSQL, a server whose clock steps', () => {
       await eventually('the stopped leader learns it lost', () => leader.find('lost', (r) => (r.mono ?? 0) > (elected.mono as number)));
       expect(overlappingBeliefs(segments())).toEqual([]);
     }));
+});
+
+describe('the stepped clock', () => {
+  it('removes what libfaketime left of a process killed outright before it starts another, and nothing of one still running', async () => {
+    const clock = new SteppedClock();
+    const objects = (pid: number | undefined) =>
+      readdirSync('/dev/shm').filter((name) => name.endsWith(`faketime_shm_${pid}`) || name.endsWith(`faketime_sem_${pid}`));
+    const running = new SpawnedScript('-e', ['setInterval(() => undefined, 1000)'], clock.environment);
+    const killed = new SpawnedScript('-e', ['process.kill(process.pid, "SIGKILL")'], clock.environment);
+    try {
+      await killed.exited;
+      await eventually('the running one started on the clock', () => objects(running.process.pid).length === 2);
+      expect(objects(killed.process.pid)).toHaveLength(2); // what the kill left
+      void clock.environment; // as the next process on the clock is started
+      expect(objects(killed.process.pid)).toEqual([]);
+      expect(objects(running.process.pid)).toHaveLength(2);
+    } finally {
+      running.process.kill('SIGKILL');
+      await running.exited;
+      clock.remove();
+    }
+    expect(objects(running.process.pid)).toEqual([]);
+  });
 });

@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -12,6 +12,35 @@ const libraryPaths = [
 /** libfaketime's path, or `undefined` where it is not installed. */
 function findLibfaketime(): string | undefined {
   return libraryPaths.find((path) => existsSync(path));
+}
+
+/** Where libfaketime keeps the shared memory and semaphore that each process on it makes. */
+const sharedMemory = '/dev/shm';
+const libfaketimeObject = /^(?:faketime_shm_|sem\.faketime_sem_)(\d+)$/;
+
+/** Whether process `pid` is there (a zombie included: its parent may yet reap it). */
+function exists(pid: number): boolean {
+  return existsSync(`/proc/${pid}`);
+}
+
+/**
+ * Removes what libfaketime left of processes that are gone. Each process it runs in makes a
+ * shared memory object and a semaphore named after its pid, and removes them only when it
+ * exits by itself: a process killed outright (SIGKILL, as the specs and the chaos harness
+ * kill) leaves them, and a later process on the clock that gets the same pid (pids wrap at
+ * 32,768 here) fails to start ("sem_open failed"), as a faketime'd `initdb` did.
+ */
+export function removeStaleLibfaketimeObjects(): void {
+  let names: string[];
+  try {
+    names = readdirSync(sharedMemory);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = libfaketimeObject.exec(name)?.[1];
+    if (pid !== undefined && !exists(Number(pid))) rmSync(join(sharedMemory, name), { force: true });
+  }
 }
 
 /**
@@ -32,8 +61,9 @@ export class SteppedClock {
     this.write();
   }
 
-  /** The variables that put a process on this clock. */
+  /** The variables that put a process on this clock (asked for as each is started: what dead ones left goes first). */
   get environment(): Record<string, string> {
+    removeStaleLibfaketimeObjects();
     return {
       LD_PRELOAD: this.library as string,
       FAKETIME_TIMESTAMP_FILE: this.file,
@@ -61,6 +91,7 @@ export class SteppedClock {
 
   remove(): void {
     rmSync(this.folder, { recursive: true, force: true });
+    removeStaleLibfaketimeObjects();
   }
 
   private write(): void {
