@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { Campaign } from '../../src/campaign/campaign';
 import { Lease, LeadershipEvent } from '../../src';
 import {
+  AcquireOptions,
   AcquireResult,
   ChangeOrigin,
   Handoffs,
@@ -545,21 +546,30 @@ describe('Campaign', () => {
      * slot only to an attempt that names the exact lease (`over`). `renewAt` frames renew x's
      * lease, which changes its expiry.
      */
-    function watchingCampaign(renewAt: number[], until: number) {
+    function watchingCampaign(
+      renewAt: number[],
+      until: number,
+      { latency = 0, script = {} }: { latency?: number; script?: Record<number, () => void> } = {},
+    ) {
       const scheduler = virtualTime();
       const seen: Array<[number, string]> = [];
       const calls: Array<[number, LeaseRecord | undefined]> = [];
       let lease: LeaseRecord = { holder: 'x', term: 1, expiresAt: 1_000 };
+      const answer = (holder: string, expiresAfter: number, { over }: AcquireOptions): AcquireResult => {
+        if (over && over.holder === lease.holder && over.term === lease.term && over.expiresAt === lease.expiresAt) {
+          lease = { holder, term: lease.term + 1, expiresAt: 5_000 };
+          return { acquired: true, lease, expiresIn: -4_000, observeFor: expiresAfter };
+        }
+        return { acquired: false, lease, expiresIn: -4_000, observeFor: 100 };
+      };
       const watching: LeaseStore = {
         ...store,
         acquire: (_slot, holder, _now, expiresAfter, options = {}) => {
           calls.push([scheduler.now(), options.over]);
-          const { over } = options;
-          if (over && over.holder === lease.holder && over.term === lease.term && over.expiresAt === lease.expiresAt) {
-            lease = { holder, term: lease.term + 1, expiresAt: 5_000 };
-            return { acquired: true, lease, expiresIn: -4_000, observeFor: expiresAfter };
-          }
-          return { acquired: false, lease, expiresIn: -4_000, observeFor: 100 };
+          const result = answer(holder, expiresAfter, options);
+          if (latency === 0) return result;
+          // Carried out when sent, answered `latency` frames later, as across a network.
+          return { then: (onResult) => (scheduler.schedule(() => onResult?.(result), latency), undefined as never) };
         },
       };
       scheduler.run(() => {
@@ -578,6 +588,7 @@ describe('Campaign', () => {
         );
         campaign.start();
         for (const frame of renewAt) scheduler.schedule(() => (lease = { ...lease, expiresAt: lease.expiresAt + frame }), frame);
+        for (const [frame, step] of Object.entries(script)) scheduler.schedule(step, Number(frame));
         scheduler.schedule(() => campaign.stop(), until);
       });
       return { seen, calls };
@@ -588,6 +599,24 @@ describe('Campaign', () => {
       // First seen at 0; polls every retryEvery; at 101 it has watched it for 100: over.
       expect(seen).toEqual([[101, 'elected']]);
       expect(calls.filter(([, over]) => over !== undefined)).toEqual([[101, { holder: 'x', term: 1, expiresAt: 1_000 }]]);
+    });
+
+    it('tries again at once, not at its next poll, when its count ended while an attempt made just before was on its way', () => {
+      // Each answer comes 2 later. First seen when the answer to 0 came, at 2: over after 102.
+      // Polls every 20 (sent at 0, 22, 44, 66, 88); a change heard at 101 sends an attempt
+      // before the count ends, answered after it, at 103. (A timer that fires a ms early, as
+      // Node.js's can, does the same.) Then the lease can be taken: at once, not at 123.
+      const { seen, calls } = watchingCampaign([], 110, { latency: 2, script: { 101: () => notify?.('anywhere', 'unheard') } });
+      expect(calls.map(([frame, over]) => [frame, over !== undefined])).toEqual([
+        [0, false],
+        [22, false],
+        [44, false],
+        [66, false],
+        [88, false],
+        [101, false],
+        [103, true],
+      ]);
+      expect(seen).toEqual([[105, 'elected']]);
     });
 
     it('starts its count again at each renewal it sees', () => {

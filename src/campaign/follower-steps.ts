@@ -264,6 +264,13 @@ export class FollowerSteps {
     const claimAgainIn = this.standBy(follower) ?? Infinity;
     this.watchLeader(follower, result.lease, expiresIn);
     if (activity.name === 'acquiring' && activity.changedMeanwhile) return campaign.wake(this.attemptInCrowd, 0);
+    // Its own count of this lease ended while the answer was on its way: the attempt went out
+    // a little before, without the lease it may take (`over`), and the first ms after the end
+    // is already past. It tries again at once, not at its next poll, a whole `retryEvery` on.
+    // (A timer can fire a ms or two early by this clock: Node.js counts from the event loop's
+    // last turn.) Once at most per lease seen: the next attempt carries it.
+    const countEndedMeanwhile = follower.observation.over(sentAt) === undefined && follower.observation.over(campaign.now()) !== undefined;
+    if (countEndedMeanwhile && follower.standby !== 'full') return campaign.wake(this.attempt, 0);
     campaign.wake(this.attempt, Math.min(this.untilNextAttempt(follower, expiresIn), claimAgainIn));
   }
 
