@@ -34,8 +34,8 @@ export const plants: Record<string, Plant> = {
   'renew-unchecked': {
     what: 'a renewal that does not look at whether it changed a row',
     file: 'src/store/sqlite/sqlite-lease-store.js',
-    find: 'if (renew.run({ ...lease, expiresAt: now.wall + expiresAfter }).changes !== 1)',
-    replace: 'if (renew.run({ ...lease, expiresAt: now.wall + expiresAfter }).changes !== 1 && false)',
+    find: 'if (renew().run({ ...lease, expiresAt: now.wall + expiresAfter }).changes !== 1)',
+    replace: 'if (renew().run({ ...lease, expiresAt: now.wall + expiresAfter }).changes !== 1 && false)',
   },
   'take-by-wall-clock': {
     what: "a take at expiry judged by the wall clock, not by the holder's deadline on the monotonic clock",
