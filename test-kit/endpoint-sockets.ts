@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, realpathSync } from 'node:fs';
+import { connect } from 'node:net';
 
 /** A Unix socket of this host bound to a tenure endpoint's path, as /proc/net/unix lists it. */
 export interface EndpointSocket {
@@ -29,10 +30,11 @@ export function endpointSockets(file: string): EndpointSocket[] {
 }
 
 /**
- * How many followers the leaders of `file` have accepted (and so greeted: a leader writes its
- * greeting as it accepts). A connection exists, and is listed, from the follower's
- * `connect`, before the leader accepts it; a leader that dies before accepting has proven
- * nothing to that follower. The listeners' accept queues come from `ss` (iproute2).
+ * How many followers the leaders of `file` have accepted. A connection exists, and is
+ * listed, from the follower's `connect`, before the leader accepts it; the kernel accepts
+ * it (libuv's `accept`) before the leader's code greets it. A leader that dies before its
+ * greeting has proven nothing to that follower: wait for `greetedUpToNow` too before a
+ * kill. The listeners' accept queues come from `ss` (iproute2).
  */
 export function watcherCount(file: string): number {
   const prefix = `${realpathSync(file)}-leadership-`;
@@ -43,4 +45,25 @@ export function watcherCount(file: string): number {
     .filter((fields) => fields[4]?.startsWith(prefix))
     .reduce((sum, fields) => sum + Number(fields[2]), 0);
   return connected - pending;
+}
+
+/**
+ * Whether the leader of `file` greets a connection made now, of the caller's own, which it
+ * then closes: a leader takes its connections in the order they came and greets each as
+ * it takes it, so every follower whose connection came before was greeted by then (for
+ * the process that is not instrumented, the command line's runner say). `false` if no
+ * endpoint listens, or the connection ends without a word.
+ */
+export function greetedUpToNow(file: string): Promise<boolean> {
+  const listening = endpointSockets(file).find((socket) => socket.state === 'listening');
+  if (listening === undefined) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const socket = connect(listening.path);
+    socket.on('error', () => resolve(false));
+    socket.once('close', () => resolve(false));
+    socket.once('data', () => {
+      resolve(true);
+      socket.destroy();
+    });
+  });
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { BehaviorSubject } from 'rxjs';
 import { eventually } from '../../test-kit/eventually';
 import { observeLeadership } from '../../src';
-import { watcherCount } from '../../test-kit/endpoint-sockets';
+import { greetedUpToNow, watcherCount } from '../../test-kit/endpoint-sockets';
 import { SpawnedScript } from '../support/spawned-script';
 import { temporaryDatabase, TemporaryDatabase } from '../support/temporary-database';
 import { testDatabaseUrl, testSchema, TestSchema } from '../support/postgres-database';
@@ -374,6 +374,8 @@ describe('the observe-leadership command', () => {
       const second = start('run', file.file, '--', ...sleeper('two'));
       await second.shows(/campaigning/);
       await eventually('the second runner watching the first', () => watcherCount(file.file) === 1);
+      // Accepted is not yet greeted: a kill in between would leave the second without proof.
+      expect(await greetedUpToNow(file.file)).toBe(true);
       const command = Number(readFileSync(pidFile('one'), 'utf8'));
       expect(isRunning(command)).toBe(true);
       first.process.kill('SIGKILL');
