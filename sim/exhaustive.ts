@@ -62,7 +62,7 @@ export function exhaust(
       slots: 1,
       duration: horizon,
       timing: defaultTiming,
-      noise: { latency: false, failures: false, lateness: false, options: false, channels: false },
+      noise: { latency: false, failures: false, lateness: false, options: false, channels: false, early: false },
       faults,
       ...(plant !== undefined && { plant }),
       exhaustive: { delays, horizon, choices: [] },

@@ -50,6 +50,13 @@ export interface Noise {
    * delivered twice, 5% late by up to a lease. (Absent in scenarios written before it: off.)
    */
   channels?: boolean;
+  /**
+   * 10% of timers fire up to 2 ms early by their process's clock, as Node.js's do: it times a
+   * timer from the event loop's time, taken at the start of its turn, so one set late in a
+   * long turn fires that much before its delay has passed. (Absent in scenarios written
+   * before it: off.)
+   */
+  early?: boolean;
 }
 
 export interface Timing {
@@ -87,7 +94,7 @@ export interface Scenario {
 }
 
 export const defaultTiming: Timing = { renewEvery: 200, expiresAfter: 600, retryEvery: 120 };
-const allNoise: Noise = { latency: true, failures: true, lateness: true, options: true, channels: true };
+const allNoise: Noise = { latency: true, failures: true, lateness: true, options: true, channels: true, early: true };
 
 /** The faults of `seed`: one every 0.05 to 0.35 of a lease, eight in ten aimed at a leader. */
 export function scenarioOf(

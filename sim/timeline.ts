@@ -156,7 +156,8 @@ export interface SimHost {
 /**
  * A process's scheduler: timers on the timeline, `now()` on its host's monotonic clock, and
  * `readClocks()` with its own wall clock (Unix ms, which `wallOffset` steps). A timer fires
- * up to `lateness()` ms after it is due, as a busy event loop's do.
+ * `lateness()` ms after it is due: later, as a busy event loop's do, or earlier (negative),
+ * as Node.js's can, never before it was set.
  */
 export class SimScheduler implements ClockedScheduler {
   constructor(
@@ -201,7 +202,7 @@ class SimAction<T> extends Subscription implements SchedulerAction<T> {
     if (this.closed) return this;
     if (this.due) this.timeline.cancel(this.due);
     const due = this.timeline.at(
-      delay + this.lateness(),
+      Math.max(0, delay + this.lateness()),
       () => {
         this.due = undefined;
         this.work.call(this, state);

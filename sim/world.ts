@@ -87,8 +87,13 @@ class SimProcess implements SimProcessClock {
   ) {
     this.random = mulberry32((Math.imul(world.scenario.seed, 0x9e3779b1) + birth) >>> 0);
     this.db = new Database(world.file, { timeout: 0 });
-    const late = world.scenario.noise.lateness;
-    this.scheduler = new SimScheduler(world.timeline, world.host, this, () => (late && this.random() >= 0.8 ? this.random() * 3 : 0));
+    const { lateness: late, early } = world.scenario.noise;
+    this.scheduler = new SimScheduler(
+      world.timeline,
+      world.host,
+      this,
+      () => (late && this.random() >= 0.8 ? this.random() * 3 : 0) - (early && this.random() < 0.1 ? this.random() * 2 : 0),
+    );
     this.sqlite = new SqliteLeaseStore(this.db, world.channels.of(this));
     this.store = world.withLatency(this.sqlite, this);
   }

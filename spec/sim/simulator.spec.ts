@@ -7,6 +7,7 @@ import { defaultTiming, faultKinds, Scenario, scenarioOf } from '../../sim/scena
 import { exhaust } from '../../sim/exhaustive';
 import { shrink } from '../../sim/shrink';
 import { SimAnswer } from '../../sim/sim-answer';
+import { SimScheduler, Timeline } from '../../sim/timeline';
 import { SimHistory, SimRecord, World } from '../../sim/world';
 
 /** Every run the simulator found a violation in, shrunk, kept with what it found and what fixed it. */
@@ -52,6 +53,18 @@ describe('the simulator (npm run simulate)', () => {
     expect([...kinds].sort()).toEqual([...faultKinds, ...noise].sort());
     expect(writes).toBeGreaterThan(100); // fenced writes the checker judged
     expect(failovers).toBeGreaterThan(200);
+  });
+
+  it("fires a process's timer early by what its lateness says when negative, as Node.js's can, never before it was set", () => {
+    const timeline = new Timeline(() => undefined);
+    const owner = { alive: true, paused: false, held: [], wallOffset: 0 };
+    const offsets = [-2, -10, 1];
+    const scheduler = new SimScheduler(timeline, { name: 'host', offset: 0 }, owner, () => offsets.shift() ?? 0);
+    const fired: number[] = [];
+    timeline.runUntil(4);
+    for (const delay of [5, 5, 5]) scheduler.schedule(() => void fired.push(timeline.now), delay);
+    timeline.runUntil(100);
+    expect(fired).toEqual([4, 7, 10]); // each due at 9: 10 early (so at once, not before 4), 2 early, 1 late
   });
 
   it.each(corpus)('replays $file of its corpus of findings (spec/sim/corpus) with no violation', ({ scenario }) => {
