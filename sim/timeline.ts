@@ -9,8 +9,8 @@ import type { ClockedScheduler, ClockReading } from '../src/core/monotonic-sched
 
 /** An event due at `at` (true ms), run unless cancelled, or held while its process is paused. */
 interface Due {
-  readonly at: number;
-  readonly seq: number;
+  at: number;
+  seq: number;
   readonly run: () => void;
   readonly owner: SimProcessClock | undefined;
   cancelled: boolean;
@@ -54,9 +54,20 @@ export class Timeline {
     due.cancelled = true;
   }
 
-  /** What a process paused meanwhile had due runs at its resumption, in the order it was due. */
+  /**
+   * What a process paused meanwhile had due runs at its resumption, in the order it was due.
+   * Each event stays the one its timer holds, so that a timer unsubscribed after the
+   * resumption, before its event ran (by an earlier one's work), never fires: a copy, which
+   * no cancellation reached, once fired a leader's renewal timer after its campaign had
+   * stopped, in place of the withdrawal it was waiting for.
+   */
   resume(owner: SimProcessClock): void {
-    for (const due of owner.held.splice(0)) if (!due.cancelled) this.at(0, due.run, owner);
+    for (const due of owner.held.splice(0)) {
+      if (due.cancelled) continue;
+      due.at = this.now;
+      due.seq = this.seq++;
+      this.push(due);
+    }
   }
 
   /** Runs every event due up to `until`, in order; the time is then `until`. */

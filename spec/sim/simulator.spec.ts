@@ -67,6 +67,23 @@ describe('the simulator (npm run simulate)', () => {
     expect(fired).toEqual([4, 7, 10]); // each due at 9: 10 early (so at once, not before 4), 2 early, 1 late
   });
 
+  it('never fires a timer unsubscribed once its paused process resumed, before the timer ran', () => {
+    const timeline = new Timeline(() => undefined);
+    const owner = { alive: true, paused: true, held: [], wallOffset: 0 };
+    const scheduler = new SimScheduler(timeline, { name: 'host', offset: 0 }, owner, () => 0);
+    const fired: string[] = [];
+    const second = scheduler.schedule(() => void fired.push('second'), 6);
+    scheduler.schedule(() => {
+      fired.push('first');
+      second.unsubscribe();
+    }, 5);
+    timeline.runUntil(10); // both held by the pause
+    owner.paused = false;
+    timeline.resume(owner);
+    timeline.runUntil(20);
+    expect(fired).toEqual(['first']);
+  });
+
   it.each(corpus)('replays $file of its corpus of findings (spec/sim/corpus) with no violation', ({ scenario }) => {
     expect(firstViolation(simulate(scenario))).toBeUndefined();
   });
