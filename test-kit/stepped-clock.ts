@@ -30,7 +30,7 @@ function exists(pid: number): boolean {
  * kill) leaves them, and a later process on the clock that gets the same pid (pids wrap at
  * 32,768 here) fails to start ("sem_open failed"), as a faketime'd `initdb` did.
  */
-export function removeStaleLibfaketimeObjects(): void {
+function removeStaleLibfaketimeObjects(): void {
   let names: string[];
   try {
     names = readdirSync(sharedMemory);
