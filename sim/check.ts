@@ -7,7 +7,7 @@
 import type { SimHistory, SimRecord } from './world';
 
 export interface SimViolation {
-  check: 'overlap' | 'term-order' | 'malformed' | 'terminated' | 'liveness' | 'unhandled' | 'fenced' | 'handoff';
+  check: 'overlap' | 'term-order' | 'malformed' | 'terminated' | 'liveness' | 'unhandled' | 'fenced' | 'handoff' | 'lock-delay';
   detail: string;
   /** True time at which it shows. */
   at: number;
@@ -91,6 +91,7 @@ export function checkRun(history: SimHistory): SimOutcome {
     }
   }
   violations.push(...handoffsNotTaken(history.records));
+  violations.push(...lockDelaysCut(history.records));
   violations.push(...malformed(history.records));
   const failovers = history.records.filter((r) => r.kind === 'event' && r.type === 'elected').length - slots;
   return { violations: violations.sort((a, b) => a.at - b.at), failovers: Math.max(0, failovers) };
@@ -241,4 +242,29 @@ function longestGap(beliefs: Belief[], from: number, to: number): { from: number
     if (covered >= to) return longest;
   }
   return to - covered > longest.length ? { from: covered, length: to - covered } : longest;
+}
+
+/**
+ * A tenure taken from a holder that still believed in it (paused, say: nothing could prove
+ * its end) is announced no sooner than the taker's lock-delay after the take, if at all;
+ * unless that holder's tenure ended meanwhile in a way the store proves (its process died,
+ * or it said `lost`: its endpoint closes), which ends the lock-delay as documented.
+ */
+function lockDelaysCut(records: readonly SimRecord[]): SimViolation[] {
+  const violations: SimViolation[] = [];
+  records.forEach((take, index) => {
+    if (take.kind !== 'take' || !take.lockDelay) return;
+    const after = records.slice(index + 1);
+    const elected = after.find(
+      (r) => r.kind === 'event' && r.type === 'elected' && r.process === take.process && r.slot === take.slot && r.term === take.term,
+    );
+    if (elected === undefined || elected.at >= take.at + take.lockDelay) return;
+    if (after.some((r) => r.at <= elected.at && r.process === take.believer && (r.kind === 'fault' || r.kind === 'event'))) return;
+    violations.push({
+      check: 'lock-delay',
+      at: elected.at,
+      detail: `slot ${take.slot}: ${take.holder} took term ${take.term} at ${ms(take.at)} ${take.detail}, and was elected ${ms(elected.at - take.at)} later, within its lock-delay of ${ms(take.lockDelay)}`,
+    });
+  });
+  return violations;
 }

@@ -67,6 +67,12 @@ export const plants: Record<string, Plant> = {
     find: 'const expiresAt = sentAt + campaign.timing.expiresAfter;',
     replace: 'const expiresAt = campaign.now() + campaign.timing.expiresAfter;',
   },
+  'lock-delay-skipped': {
+    what: 'a take of an expired lease announced at once, its lock-delay skipped',
+    file: 'src/campaign/campaign.js',
+    find: 'const leading = replaced !== undefined && lockDelay > 0 ?',
+    replace: 'const leading = replaced !== undefined && lockDelay < 0 ?',
+  },
   'standby-rejection-unhandled': {
     what: 'a standby claim answered later (a promise) whose failure nobody catches: an unhandled rejection ends the process',
     file: 'src/campaign/follower-steps.js',

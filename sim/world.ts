@@ -14,7 +14,7 @@ import { Lease, LeadershipEvent } from '../src/core/leadership-event';
 import { whileLeader } from '../src/surface/operators/while-leader';
 import { observeLeadership } from '../src/surface/observe-leadership';
 import { LeadershipError } from '../src/core/leadership-error';
-import { LeaseStore, LockTaken } from '../src/store/lease-store';
+import { AcquireResult, LeaseStore, LockTaken } from '../src/store/lease-store';
 import { SqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
 import { mulberry32 } from '../test-kit/seeded-random';
 import type { PlannedFault, Scenario } from './scenario';
@@ -32,9 +32,11 @@ export interface SimRecord {
   holder: string;
   /**
    * `unhandled`: something a real process would not survive or that escapes the simulated
-   * time (see `run`); `write`: a leader's job wrote through `fenced`.
+   * time (see `run`); `write`: a leader's job wrote through `fenced`; `take`: a candidate
+   * took the slot from a tenure whose holder still believed in it, alive (paused, say), so
+   * that nothing could have proven its end: its lock-delay applies.
    */
-  kind: 'event' | 'fault' | 'error' | 'operation' | 'unhandled' | 'write';
+  kind: 'event' | 'fault' | 'error' | 'operation' | 'unhandled' | 'write' | 'take';
   slot?: number;
   type: string;
   term?: number;
@@ -45,6 +47,9 @@ export interface SimRecord {
   wall?: number;
   /** For noise that lasts (a slow answer, a late message): until when, on true time. */
   until?: number;
+  /** For a `take`: the lock-delay of the subscription that took it, and the process whose tenure it took. */
+  lockDelay?: number;
+  believer?: string;
   /** For a `fenced` write: the slot's tenure as the database had it when the write committed, and the ms its lease had left. */
   tenure?: { holder: string; term: number; left: number };
 }
@@ -66,6 +71,8 @@ class SimProcess implements SimProcessClock {
   held = [];
   wallOffset = 0;
   readonly subscriptions: Subscription[] = [];
+  /** The lock-delay of its subscription for each slot (0: none). */
+  readonly lockDelays = new Map<number, number>();
   readonly stepDown = new Subject<void>();
   /**
    * Its own stream of noise, from the scenario's seed and its birth: a fault added or
@@ -340,7 +347,7 @@ export class World {
         },
       },
       look: (...args) => later('look', () => store.look(...args)),
-      acquire: (...args) => later('acquire', () => store.acquire(...args)),
+      acquire: (...args) => later('acquire', () => this.noteTake(owner, args[0], store.acquire(...args))),
       renew: (...args) => later('renew', () => store.renew(...args)),
       release: (...args) => later('release', () => store.release(...args)),
     };
@@ -362,6 +369,7 @@ export class World {
     const { slots, timing } = this.scenario;
     for (let slot = 0; slot < slots; slot++) {
       const options = this.optionsOf(process.random);
+      process.lockDelays.set(slot, options.lockDelay ?? 0);
       this.record(process, { kind: 'event', slot, type: 'subscribed', detail: JSON.stringify(options).slice(1, -1) || undefined });
       const key = `${process.name} ${slot}`;
       const record = (event: LeadershipEvent) => {
@@ -392,6 +400,32 @@ export class World {
           }),
       );
     }
+  }
+
+  /**
+   * Records a take of a tenure whose holder is alive and has not said `lost` for it: its
+   * end cannot have been proven (a holder's endpoint closes only after its `lost`, or with
+   * its process), so the taker's lock-delay applies (see `checkRun`).
+   */
+  private noteTake(process: SimProcess, slot: number, result: AcquireResult): AcquireResult {
+    const { replaced } = result;
+    if (!result.acquired || replaced === undefined) return result;
+    const believer = this.processes.find((other) => {
+      const lease = this.leading.get(`${other.name} ${slot}`);
+      return other.alive && lease?.holder === replaced.holder && lease.term === replaced.term;
+    });
+    if (believer !== undefined) {
+      this.record(process, {
+        kind: 'take',
+        slot,
+        type: 'unproven',
+        term: result.lease.term,
+        detail: `from ${replaced.holder} term ${replaced.term} (${believer.name})`,
+        lockDelay: process.lockDelays.get(slot) ?? 0,
+        believer: believer.name,
+      });
+    }
+    return result;
   }
 
   /**

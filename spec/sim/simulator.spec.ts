@@ -195,6 +195,22 @@ describe('the simulator (npm run simulate)', () => {
       expect(checks([...led, write(2, undefined)])).toEqual(['fenced']);
     });
 
+    it('finds a tenure taken from a holder that still believed announced within the lock-delay, unless that holder died or said lost first', () => {
+      const take: SimRecord = {
+        ...event('b', 700, 'unproven', 2),
+        kind: 'take',
+        lockDelay: 100,
+        believer: 'a',
+        detail: 'from a term 1 (a)',
+      };
+      const led = elected('a', 1, 0, 600);
+      expect(checks([led, take, elected('b', 2, 800, 5_000)])).toEqual([]);
+      expect(checks([led, take, elected('b', 2, 799, 5_000)])).toEqual(['lock-delay']);
+      expect(checks([led, take, { ...event('a', 750, 'kill'), kind: 'fault' }, elected('b', 2, 760, 5_000)])).toEqual([]);
+      expect(checks([led, take, event('a', 750, 'lost', 1), elected('b', 2, 760, 5_000)])).toEqual([]);
+      expect(checks([led, { ...take, lockDelay: 0 }, elected('b', 2, 701, 5_000)])).toEqual([]);
+    });
+
     it('finds a handoff to a live candidate by name taken by another, unless something else went on meanwhile', () => {
       const asked: SimRecord = { ...event('a', 100, 'handoff'), kind: 'fault', detail: 'slot 0 term 1 to h2, asked by c' };
       const handedOff: SimRecord = { ...event('a', 101, 'lost', 1), detail: 'handed-off' };

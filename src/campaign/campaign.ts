@@ -254,7 +254,9 @@ export class Campaign implements CampaignContext {
    */
   lead(follower: Following, won: Leading, replaced: LeaseRecord | undefined): void {
     const { lockDelay = 0 } = this.timing;
-    const leading: Leading = replaced !== undefined && lockDelay > 0 ? { ...won, quietUntil: this.now() + lockDelay } : won;
+    // From the ms after this one: `now()` counts whole ms, and a lock-delay must never be cut short.
+    const leading: Leading =
+      replaced !== undefined && lockDelay > 0 ? { ...won, quietUntil: Math.ceil(this.scheduler.now()) + lockDelay } : won;
     this.follower.endFollowing(follower);
     // A leader needs no preference while it holds the slot, and one that dies leaves none
     // behind for the others to wait for; it declares again once it follows.
