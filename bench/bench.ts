@@ -22,7 +22,7 @@
  * beside the same trials on SQLite, and the handoffs through PgBouncer in its transaction
  * and session modes. `fleet` runs 64 processes on 8 hosts (network namespaces: root only)
  * against a server of its own with PostgreSQL's default max_connections (see fleet.ts).
- * `simulator` runs `npm run simulate` for 60 s (3 in the smoke) on every core, from seed 1,
+ * `simulator` runs `npm run simulate` for 60 s (3 in the smoke) on every core, from seed 1, then the same with `--postgres`,
  * and reports its failovers a second.
  */
 import { execFile } from 'node:child_process';
@@ -184,6 +184,9 @@ async function main(): Promise<void> {
   const postgres = options.runs('postgres') ? await postgresScenarios(run) : undefined;
   const fleetResult = options.runs('fleet') ? await fleet(run.fleetSize, run.random, run.log) : undefined;
   const simulator = options.runs('simulator') ? await simulatorScenario(options.smoke ? 3 : 60, run.log) : undefined;
+  const simulatorOnPostgres = options.runs('simulator')
+    ? await simulatorScenario(options.smoke ? 3 : 60, run.log, ['--postgres'])
+    : undefined;
   const results = {
     date: new Date().toISOString(),
     smoke: options.smoke,
@@ -207,6 +210,7 @@ async function main(): Promise<void> {
     postgres,
     fleet: fleetResult,
     simulator,
+    simulatorOnPostgres,
   };
   const { out } = options;
   mkdirSync(out, { recursive: true });
@@ -529,6 +533,7 @@ type BenchResults = SqliteResults & {
   postgres: Awaited<ReturnType<typeof postgresScenarios>> | undefined;
   fleet: Awaited<ReturnType<typeof fleet>> | undefined;
   simulator: SimulatorRun | undefined;
+  simulatorOnPostgres: SimulatorRun | undefined;
 };
 
 interface SimulatorRun {
@@ -542,11 +547,11 @@ interface SimulatorRun {
   failoversPerSecondPerCore: number;
 }
 
-/** `npm run simulate -- --seconds S` from seed 1 on every core: what its last line says. */
-async function simulatorScenario(seconds: number, log: (line: string) => void): Promise<SimulatorRun> {
-  log(`simulator: ${seconds} s on ${os.availableParallelism()} threads`);
+/** `npm run simulate -- --seconds S [...more]` from seed 1 on every core: what its last line says. */
+async function simulatorScenario(seconds: number, log: (line: string) => void, more: string[] = []): Promise<SimulatorRun> {
+  log(`simulator${more.length > 0 ? ` ${more.join(' ')}` : ''}: ${seconds} s on ${os.availableParallelism()} threads`);
   const output = await new Promise<string>((resolve, reject) =>
-    execFile(process.execPath, [join(__dirname, '..', 'sim', 'main.js'), '--seconds', String(seconds)], (error, stdout) =>
+    execFile(process.execPath, [join(__dirname, '..', 'sim', 'main.js'), '--seconds', String(seconds), ...more], (error, stdout) =>
       error === null ? resolve(stdout) : reject(new Error(`npm run simulate failed: ${stdout}${error.message}`)),
     ),
   );
@@ -694,11 +699,15 @@ function printResults(results: BenchResults, log: (line: string) => void): void 
   }
   for (const [kind, errors] of Object.entries(busyErrors))
     rows.push([`error events, ${size.scaleProcesses}-process handoffs, ${kind}`, `${errors}`, '', '']);
-  const { simulator } = results;
-  if (simulator) {
+  const simulators = [
+    ['simulator (npm run simulate)', results.simulator],
+    ['simulator on PostgreSQL (-- --postgres)', results.simulatorOnPostgres],
+  ] as const;
+  for (const [name, simulator] of simulators) {
+    if (simulator === undefined) continue;
     const { seconds, threads, failovers, faults, violations, failoversPerSecond, failoversPerSecondPerCore: perCore } = simulator;
     rows.push([
-      `simulator (npm run simulate), ${seconds} s on ${threads} threads: failovers/s (of one core); failovers, faults, violations`,
+      `${name}, ${seconds} s on ${threads} threads: failovers/s (of one core); failovers, faults, violations`,
       `${failoversPerSecond}/s (${perCore}/s); ${failovers}, ${faults}, ${violations}`,
       '',
       '',

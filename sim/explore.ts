@@ -4,7 +4,7 @@
  * core, and shrink.ts), as functions the specs call.
  */
 import type { SimViolation } from './check';
-import { simulate, timelineOf } from './run';
+import { simulateOnItsStore, timelineOf } from './run';
 import { Scenario, scenarioOf } from './scenario';
 
 export interface Shape {
@@ -13,6 +13,7 @@ export interface Shape {
   duration: number;
   plant?: string;
   journal?: 'wal' | 'delete';
+  store?: 'postgres';
 }
 
 export interface Exploration {
@@ -38,13 +39,16 @@ export interface ExploreOptions {
   stop?: () => boolean;
 }
 
-export function explore(shape: Shape, { seed, stride = 1, seconds, runs = Infinity, stop = () => false }: ExploreOptions): Exploration {
+export async function explore(
+  shape: Shape,
+  { seed, stride = 1, seconds, runs = Infinity, stop = () => false }: ExploreOptions,
+): Promise<Exploration> {
   const until = performance.now() + seconds * 1_000;
   const exploration: Exploration = { runs: 0, failovers: 0, faults: 0, seeds: [seed, seed] };
   const goOn = () => exploration.runs === 0 || (exploration.runs < runs && performance.now() < until && !stop());
   for (let next = seed; goOn(); next += stride) {
     const scenario = scenarioOf(next, shape);
-    const outcome = simulate(scenario);
+    const outcome = await simulateOnItsStore(scenario);
     exploration.runs++;
     exploration.failovers += outcome.failovers;
     exploration.faults += outcome.history.faults;
@@ -59,13 +63,13 @@ export function explore(shape: Shape, { seed, stride = 1, seconds, runs = Infini
  * A scenario's run told for a reader: its violation, the faults it planned, and every
  * event and operation from a lease and a half before the violation to it.
  */
-export function story(scenario: Scenario): { violation?: SimViolation; lines: string[] } {
-  const outcome = simulate(scenario, { trace: true });
+export async function story(scenario: Scenario): Promise<{ violation?: SimViolation; lines: string[] }> {
+  const outcome = await simulateOnItsStore(scenario, { trace: true });
   const [violation] = outcome.violations;
   const { timing } = scenario;
   const lines = [
     `${scenario.candidates} candidate(s), ${scenario.slots} slot(s), ${scenario.duration} ms of faults, seed ${scenario.seed}` +
-      `${scenario.journal === 'delete' ? ', rollback journal' : ''}` +
+      `${scenario.journal === 'delete' ? ', rollback journal' : ''}${scenario.store === 'postgres' ? ', PostgreSQL' : ''}` +
       `${scenario.plant === undefined ? '' : `, planted: ${scenario.plant}`}; noise: ` +
       (Object.entries(scenario.noise)
         .filter(([, on]) => on)

@@ -1,5 +1,5 @@
 /**
- * npm run simulate -- [--seconds S] [--runs R] [--seed N] [--candidates N] [--slots N] [--duration MS]
+ * npm run simulate -- [--seconds S] [--runs R] [--seed N] [--candidates N] [--slots N] [--duration MS] [--postgres]
  *                     [--threads T] [--plant NAME] [--journal wal|delete] [--out FILE] [--shrink-seconds S] [--shrink-runs R]
  * npm run simulate -- --replay FILE
  * npm run simulate -- --exhaustive [--candidates 2|3] [--delays K] [--plant NAME] [--out FILE]
@@ -11,7 +11,8 @@
  * S seconds or R runs, whichever ends first), writes the shrunk scenario to FILE (`--replay
  * FILE` runs it again, exactly) and prints its timeline. `--plant NAME` runs with a known bug
  * switched in (plants.ts); `--journal delete` runs on a rollback journal, better-sqlite3's
- * default, rather than WAL. Last line:
+ * default, rather than WAL; `--postgres` runs the PostgreSQL store on its real statements, on
+ * PGlite (sim/postgres/sim-server.ts: what that server cannot show). Last line:
  * `simulated: F failovers, X faults, V violations in S s (seed N)`.
  * `--exhaustive` runs every schedule of a small search instead (exhaustive.ts): every order of
  * the events due at one instant in different processes, and every way up to K operations
@@ -24,6 +25,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cores, exploreInThreads } from './explore-threads';
 import { plant, plants } from './plants';
+import { closeEngineOfThread } from './postgres/sim-server';
 import type { Scenario } from './scenario';
 
 interface Arguments {
@@ -39,6 +41,7 @@ interface Arguments {
   plant?: string;
   journal?: string;
   exhaustive: boolean;
+  postgres: boolean;
   delays: number;
   replay?: string;
   out?: string;
@@ -68,6 +71,7 @@ export function parseArguments(argv: string[]): Arguments {
     seconds: 10,
     runs: Infinity,
     exhaustive: false,
+    postgres: false,
     delays: 0,
     seed: 1,
     candidates: 3,
@@ -79,8 +83,8 @@ export function parseArguments(argv: string[]): Arguments {
   };
   for (let i = 0; i < argv.length; i += 2) {
     const [option, value] = [argv[i], argv[i + 1]];
-    if (option === '--exhaustive') {
-      args.exhaustive = true;
+    if (option === '--exhaustive' || option === '--postgres') {
+      args[option === '--exhaustive' ? 'exhaustive' : 'postgres'] = true;
       i--; // no value
       continue;
     }
@@ -101,6 +105,9 @@ export function parseArguments(argv: string[]): Arguments {
   }
   if (args.journal !== undefined && args.journal !== 'wal' && args.journal !== 'delete') {
     throw new Error(`--journal must be wal or delete, got ${args.journal}`);
+  }
+  if (args.postgres && (args.exhaustive || args.journal !== undefined)) {
+    throw new Error("--postgres runs without --exhaustive and --journal (a journal is SQLite's)");
   }
   if (args.plant !== undefined && !(args.plant in plants)) {
     throw new Error(`--plant must be one of ${Object.keys(plants).join(', ')}, got ${args.plant}`);
@@ -129,7 +136,7 @@ async function main(): Promise<number> {
   const started = performance.now();
   const elapsed = () => ((performance.now() - started) / 1_000).toFixed(1);
   if (replayed !== undefined) {
-    const told = story(replayed);
+    const told = await story(replayed);
     console.log(told.lines.join('\n'));
     console.log(
       `simulated: replay of ${args.replay}, ${told.violation === undefined ? 0 : 1} violations in ${elapsed()} s (seed ${replayed.seed})`,
@@ -142,26 +149,30 @@ async function main(): Promise<number> {
     slots: args.slots,
     duration: args.duration,
     ...(args.journal === 'delete' && { journal: 'delete' as const }),
+    ...(args.postgres && { store: 'postgres' as const }),
     ...(planted !== undefined && { plant: planted }),
   };
   const { seed, seconds, runs, threads } = args;
-  const run = threads === 1 ? explore(shape, { seed, seconds, runs }) : await exploreInThreads(shape, { seed, seconds, runs, threads });
+  const run =
+    threads === 1 ? await explore(shape, { seed, seconds, runs }) : await exploreInThreads(shape, { seed, seconds, runs, threads });
   if (loadedPlanted !== undefined && !loadedPlanted()) throw new Error(`plant ${planted}: its file never loaded`);
   const [first, last] = run.seeds;
-  console.log(`${run.runs} runs of ${args.duration / 1_000} simulated s, seeds ${first} to ${last}`);
+  console.log(
+    `${run.runs} runs of ${args.duration / 1_000} simulated s${args.postgres ? ' on PostgreSQL' : ''}, seeds ${first} to ${last}`,
+  );
   if (run.found === undefined) {
     console.log(`simulated: ${run.failovers} failovers, ${run.faults} faults, 0 violations in ${elapsed()} s (seed ${first})`);
     return 0;
   }
   const { violation } = run.found;
-  const shrunk = shrink(run.found.scenario, violation, { seconds: args.shrinkSeconds, runs: args.shrinkRuns });
+  const shrunk = await shrink(run.found.scenario, violation, { seconds: args.shrinkSeconds, runs: args.shrinkRuns });
   const file = args.out ?? join(tmpdir(), `observe-leadership-simulation-${run.found.scenario.seed}.json`);
   writeFileSync(file, `${JSON.stringify(shrunk.scenario, null, 2)}\n`);
   console.log(`seed ${run.found.scenario.seed}: ${violation.check}: ${violation.detail}`);
   console.log(
     `shrunk in ${shrunk.runs} runs to ${shrunk.scenario.faults.length} fault(s) (from ${run.found.scenario.faults.length}); its timeline:`,
   );
-  console.log(story(shrunk.scenario).lines.join('\n'));
+  console.log((await story(shrunk.scenario)).lines.join('\n'));
   console.log(`replay: npm run simulate -- --replay ${file}`);
   console.log(
     `simulated: ${run.failovers} failovers, ${run.faults} faults, 1 violations in ${elapsed()} s (seed ${run.found.scenario.seed})`,
@@ -170,7 +181,7 @@ async function main(): Promise<number> {
 }
 
 /** `--exhaustive`: every schedule of the search, or the first that fails, written out and told. */
-function exhaustively(args: Arguments, planted: string | undefined, elapsed: () => string): number {
+async function exhaustively(args: Arguments, planted: string | undefined, elapsed: () => string): Promise<number> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { exhaust, horizon } = require('./exhaustive') as typeof import('./exhaustive');
   // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -190,10 +201,18 @@ function exhaustively(args: Arguments, planted: string | undefined, elapsed: () 
   }
   const file = args.out ?? join(tmpdir(), 'observe-leadership-simulation-exhaustive.json');
   writeFileSync(file, `${JSON.stringify(result.found.scenario, null, 2)}\n`);
-  console.log(story(result.found.scenario).lines.join('\n'));
+  console.log((await story(result.found.scenario)).lines.join('\n'));
   console.log(`replay: npm run simulate -- --replay ${file}`);
   console.log(`simulated: ${result.failovers} failovers, ${result.plans - 1} faults, 1 violations in ${elapsed()} s (seed 1)`);
   return 1;
 }
 
-if (require.main === module) runCommand(main);
+if (require.main === module) {
+  runCommand(async () => {
+    try {
+      return await main();
+    } finally {
+      await closeEngineOfThread();
+    }
+  });
+}

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkRun, ms, SimViolation } from './check';
 import type { Scenario } from './scenario';
+import { engineOfThread, PgEngine } from './postgres/sim-server';
 import { SimHistory, SimRecord, World } from './world';
 
 export interface SimOutcome {
@@ -18,11 +19,22 @@ export interface SimOutcome {
 export function simulate(scenario: Scenario, { trace = false } = {}): SimOutcome {
   const folder = mkdtempSync(join(inMemory ? '/dev/shm' : tmpdir(), 'observe-leadership-sim-'));
   try {
-    const history = new World(scenario, join(folder, 'sim.db'), trace).run();
+    const history = new World(scenario, { file: join(folder, 'sim.db') }, trace).run();
     return { history, ...checkRun(history) };
   } finally {
     rmSync(folder, { recursive: true, force: true });
   }
+}
+
+/** Runs `scenario` on PostgreSQL: on `engine`, a PGlite of this thread's (see `PgEngine`). */
+async function simulateOnPostgres(scenario: Scenario, engine: PgEngine, { trace = false } = {}): Promise<SimOutcome> {
+  const history = await new World(scenario, { engine }, trace).runOnPostgres();
+  return { history, ...checkRun(history) };
+}
+
+/** Runs `scenario` on its store: SQLite at once, PostgreSQL on this thread's engine. */
+export async function simulateOnItsStore(scenario: Scenario, options: { trace?: boolean } = {}): Promise<SimOutcome> {
+  return scenario.store === 'postgres' ? simulateOnPostgres(scenario, await engineOfThread(), options) : simulate(scenario, options);
 }
 
 /** Whether files can live in memory here (/dev/shm): a run then never waits for a disk. */

@@ -79,6 +79,8 @@ export interface Scenario {
    * time, so no lock is ever met but those it injects).
    */
   journal?: 'wal' | 'delete';
+  /** The store: SQLite unless told (`postgres`: the real statements on PGlite, see sim/postgres/sim-server.ts). */
+  store?: 'postgres';
   timing: Timing;
   noise: Noise;
   faults: PlannedFault[];
@@ -99,7 +101,15 @@ const allNoise: Noise = { latency: true, failures: true, lateness: true, options
 /** The faults of `seed`: one every 0.05 to 0.35 of a lease, eight in ten aimed at a leader. */
 export function scenarioOf(
   seed: number,
-  shape: { candidates: number; slots: number; duration: number; timing?: Timing; plant?: string; journal?: 'wal' | 'delete' },
+  shape: {
+    candidates: number;
+    slots: number;
+    duration: number;
+    timing?: Timing;
+    plant?: string;
+    journal?: 'wal' | 'delete';
+    store?: 'postgres';
+  },
 ): Scenario {
   const timing = shape.timing ?? defaultTiming;
   // A stream of its own (not the noise's), so that a seed's faults do not depend on its noise.
@@ -119,6 +129,7 @@ export function scenarioOf(
     noise: allNoise,
     faults,
     ...(shape.journal === 'delete' && { journal: shape.journal }),
+    ...(shape.store === 'postgres' && { store: shape.store }),
     ...(shape.plant !== undefined && { plant: shape.plant }),
   };
 }

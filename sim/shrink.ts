@@ -7,7 +7,7 @@
  * replays as it was found, and shows that violation first.
  */
 import type { SimViolation } from './check';
-import { simulate } from './run';
+import { simulateOnItsStore } from './run';
 import type { Noise, Scenario } from './scenario';
 
 export interface Shrunk {
@@ -23,51 +23,52 @@ export interface ShrinkOptions {
   /** How many runs it may make: a limit that, unlike time, gives the same result on any machine. */
   runs?: number;
   /** What a scenario shows: the simulator's verdict, unless a spec judges otherwise. */
-  judge?: (scenario: Scenario) => SimViolation[];
+  judge?: (scenario: Scenario) => SimViolation[] | Promise<SimViolation[]>;
 }
 
-export function shrink(
+export async function shrink(
   scenario: Scenario,
   found: SimViolation,
-  { seconds = 60, runs = Infinity, judge = (s) => simulate(s).violations }: ShrinkOptions = {},
-): Shrunk {
+  { seconds = 60, runs = Infinity, judge = async (s) => (await simulateOnItsStore(s)).violations }: ShrinkOptions = {},
+): Promise<Shrunk> {
   const deadline = performance.now() + seconds * 1_000;
   let best: Shrunk = { scenario, violation: found, runs: 0 };
   /** Keeps `candidate` if its first violation is of the same check (within the time given): what its replay shows first. */
-  const fails = (candidate: Scenario): boolean => {
+  const fails = async (candidate: Scenario): Promise<boolean> => {
     if (performance.now() > deadline || best.runs >= runs) return false;
     best.runs++;
-    const [violation] = judge(candidate);
+    const [violation] = await judge(candidate);
     if (violation?.check !== found.check) return false;
     best = { scenario: candidate, violation, runs: best.runs };
     return true;
   };
-  fails(cut(scenario, found));
+  await fails(cut(scenario, found));
   // Most violations need only the last few faults before them: tried first, the run is short.
   const lease = scenario.timing.expiresAfter;
   for (let leases = 2; leases * lease < best.violation.at; leases *= 2) {
     const from = best.violation.at - leases * lease;
-    if (fails({ ...best.scenario, faults: best.scenario.faults.filter((fault) => fault.at >= from) })) break;
+    if (await fails({ ...best.scenario, faults: best.scenario.faults.filter((fault) => fault.at >= from) })) break;
   }
   // Each kind of noise off, before the faults too: a run with less noise cuts down better (a
   // run the noise never touched shifts less when a fault goes), and trying costs a run a kind.
-  const quieter = (): boolean => {
+  const quieter = async (): Promise<boolean> => {
     let progress = false;
     for (const kind of Object.keys(best.scenario.noise) as Array<keyof Noise>) {
-      if (best.scenario.noise[kind]) progress = fails({ ...best.scenario, noise: { ...best.scenario.noise, [kind]: false } }) || progress;
+      if (best.scenario.noise[kind])
+        progress = (await fails({ ...best.scenario, noise: { ...best.scenario.noise, [kind]: false } })) || progress;
     }
     return progress;
   };
-  quieter();
+  await quieter();
   for (let progress = true; progress && performance.now() < deadline && best.runs < runs;) {
     progress = false;
-    progress = removeFaults(() => best.scenario, fails) || progress;
-    progress = quieter() || progress;
-    while (best.scenario.candidates > 1 && fails({ ...best.scenario, candidates: best.scenario.candidates - 1 })) progress = true;
-    while (best.scenario.slots > 1 && fails({ ...best.scenario, slots: best.scenario.slots - 1 })) progress = true;
+    progress = (await removeFaults(() => best.scenario, fails)) || progress;
+    progress = (await quieter()) || progress;
+    while (best.scenario.candidates > 1 && (await fails({ ...best.scenario, candidates: best.scenario.candidates - 1 }))) progress = true;
+    while (best.scenario.slots > 1 && (await fails({ ...best.scenario, slots: best.scenario.slots - 1 }))) progress = true;
     const trimmed = cut(best.scenario, best.violation);
     if (trimmed.duration < best.scenario.duration || trimmed.faults.length < best.scenario.faults.length)
-      progress = fails(trimmed) || progress;
+      progress = (await fails(trimmed)) || progress;
   }
   return best;
 }
@@ -84,7 +85,7 @@ function cut(scenario: Scenario, violation: SimViolation): Scenario {
 }
 
 /** Delta debugging over the faults: removes chunks of them, smaller and smaller, while the run still fails. */
-function removeFaults(current: () => Scenario, fails: (candidate: Scenario) => boolean): boolean {
+async function removeFaults(current: () => Scenario, fails: (candidate: Scenario) => Promise<boolean>): Promise<boolean> {
   let removed = false;
   for (let chunks = 2; current().faults.length > 0;) {
     const scenario = current();
@@ -92,7 +93,7 @@ function removeFaults(current: () => Scenario, fails: (candidate: Scenario) => b
     const size = Math.ceil(faults.length / Math.min(chunks, faults.length));
     let shrunk = false;
     for (let from = 0; from < faults.length; from += size) {
-      if (fails({ ...scenario, faults: [...faults.slice(0, from), ...faults.slice(from + size)] })) {
+      if (await fails({ ...scenario, faults: [...faults.slice(0, from), ...faults.slice(from + size)] })) {
         shrunk = removed = true;
         break;
       }

@@ -72,31 +72,46 @@ export class Timeline {
 
   /** Runs every event due up to `until`, in order; the time is then `until`. */
   runUntil(until: number): void {
-    for (;;) {
-      const first = this.queue[0];
-      if (first === undefined || first.at > until) break;
-      let next: Due | undefined = first;
-      if (this.choose === undefined) this.pop();
-      else if ((next = this.chosen()) === undefined) continue;
-      if (next.cancelled) continue;
-      this.now = next.at;
-      const { owner } = next;
-      if (owner !== undefined && !owner.alive) continue;
-      if (owner?.paused) {
-        owner.held.push(next);
-        continue;
-      }
-      this.running = owner;
-      try {
-        next.run();
-      } catch (error) {
-        // Out of a timer in a real process: an uncaught exception, which ends the host.
-        this.onThrow(error, owner);
-      } finally {
-        this.running = undefined;
-      }
+    while (this.step(until)) this.running = undefined;
+    this.now = until;
+  }
+
+  /**
+   * The same, for code that goes on in promises (the PostgreSQL store's): after each event,
+   * `settle()` lets what it started run to its end (its process still the one running),
+   * before the next event.
+   */
+  async runUntilSettled(until: number, settle: () => Promise<void>): Promise<void> {
+    while (this.step(until)) {
+      await settle();
+      this.running = undefined;
     }
     this.now = until;
+  }
+
+  /** Runs the next event due by `until`, if any (`false` if none), leaving its process as the one `running`. */
+  private step(until: number): boolean {
+    const first = this.queue[0];
+    if (first === undefined || first.at > until) return false;
+    let next: Due | undefined = first;
+    if (this.choose === undefined) this.pop();
+    else if ((next = this.chosen()) === undefined) return true;
+    if (next.cancelled) return true;
+    this.now = next.at;
+    const { owner } = next;
+    if (owner !== undefined && !owner.alive) return true;
+    if (owner?.paused) {
+      owner.held.push(next);
+      return true;
+    }
+    this.running = owner;
+    try {
+      next.run();
+    } catch (error) {
+      // Out of a timer in a real process: an uncaught exception, which ends the host.
+      this.onThrow(error, owner);
+    }
+    return true;
   }
 
   /**
@@ -192,7 +207,7 @@ export class SimScheduler implements ClockedScheduler {
 }
 
 /** Where the simulated wall clocks start: a Unix time, so that the SQL sees plausible ms. */
-const wallEpoch = 1_800_000_000_000;
+export const wallEpoch = 1_800_000_000_000;
 
 class SimAction<T> extends Subscription implements SchedulerAction<T> {
   private due: Due | undefined;

@@ -4,10 +4,9 @@
  * one database file, all on one timeline (timeline.ts); every event recorded on true time for
  * the checker (check.ts).
  */
-import { createHook } from 'node:async_hooks';
+import { AsyncHook, createHook } from 'node:async_hooks';
 import Database from 'better-sqlite3';
 import { interval, Subject, Subscription, tap } from 'rxjs';
-import type { ClockReading } from '../src/core/monotonic-scheduler';
 import { valueNow } from '../src/core/eventually';
 import { errorText } from '../src/core/error-text';
 import { Lease, LeadershipEvent } from '../src/core/leadership-event';
@@ -15,14 +14,19 @@ import { whileLeader } from '../src/surface/operators/while-leader';
 import { observeLeadership } from '../src/surface/observe-leadership';
 import { LeadershipError } from '../src/core/leadership-error';
 import { AcquireResult, LeaseStore, LockTaken } from '../src/store/lease-store';
-import { SqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
+import type { SqliteLeaseStore } from '../src/store/sqlite/sqlite-lease-store';
+import type { PostgresLeaseStore } from '../src/store/postgres/postgres-lease-store';
 import { mulberry32 } from '../test-kit/seeded-random';
 import type { PlannedFault, Scenario } from './scenario';
 import { ms } from './check';
 import { Choice, Chooser } from './chooser';
 import { SimAnswer } from './sim-answer';
 import { SimChannels } from './sim-channels';
-import { SimHost, SimProcessClock, SimScheduler, Timeline } from './timeline';
+import { SimHost, SimProcessClock, SimScheduler, Timeline, wallEpoch } from './timeline';
+import type { SimConnection } from './sim-connection';
+import { SqliteConnection } from './sqlite-connection';
+import { PostgresConnection } from './postgres/postgres-connection';
+import { PgEngine, ServerNoise, SimServer } from './postgres/sim-server';
 
 /** What the checker reads: events, faults and (traced) operations on true time, ms from the run's start. */
 export interface SimRecord {
@@ -79,12 +83,9 @@ class SimProcess implements SimProcessClock {
    * removed (as the shrinker does) changes the draws of the processes it touches, not all.
    */
   readonly random: () => number;
-  readonly db: Database.Database;
-  /** The store as the campaign sees it (through the noise), and as it is (for `fenced`, which runs at once). */
-  readonly store: LeaseStore;
-  readonly sqlite: SqliteLeaseStore;
   readonly scheduler: SimScheduler;
-  private statements: ReturnType<typeof ledgerStatements> | undefined;
+  /** Its database: the store as its campaigns see it, and its leader's fenced writes. */
+  readonly connection: SimConnection;
 
   constructor(
     readonly name: string,
@@ -93,7 +94,6 @@ class SimProcess implements SimProcessClock {
     world: World,
   ) {
     this.random = mulberry32((Math.imul(world.scenario.seed, 0x9e3779b1) + birth) >>> 0);
-    this.db = new Database(world.file, { timeout: 0 });
     const { lateness: late, early } = world.scenario.noise;
     this.scheduler = new SimScheduler(
       world.timeline,
@@ -101,12 +101,11 @@ class SimProcess implements SimProcessClock {
       this,
       () => (late && this.random() >= 0.8 ? this.random() * 3 : 0) - (early && this.random() < 0.1 ? this.random() * 2 : 0),
     );
-    this.sqlite = new SqliteLeaseStore(this.db, world.channels.of(this));
-    this.store = world.withLatency(this.sqlite, this);
+    this.connection = world.connect(this);
   }
 
-  get ledger(): ReturnType<typeof ledgerStatements> {
-    return (this.statements ??= ledgerStatements(this.db));
+  get store(): LeaseStore {
+    return this.connection.store;
   }
 }
 
@@ -124,10 +123,13 @@ export class World {
   /** For a run of an exhaustive search: the choices, instead of the noise. */
   private readonly chooser: Chooser | undefined;
 
+  /** On PostgreSQL, the run's server. */
+  private readonly server: SimServer | undefined;
+
   constructor(
     readonly scenario: Scenario,
-    /** A file for the run's database (created; removed by the caller). */
-    readonly file: string,
+    /** The run's database: a SQLite file (created; removed by the caller), or a PGlite to run PostgreSQL on (reset first). */
+    readonly database: { file: string } | { engine: PgEngine },
     /** Whether every operation is recorded too, with its answer (for a timeline to read). */
     private readonly trace = false,
   ) {
@@ -149,14 +151,172 @@ export class World {
       }
       return { copies: fate.copies, delay };
     });
-    const setup = new Database(file);
+    if ('engine' in database) {
+      this.server = new SimServer(database.engine, this.timeline, this.serverNoise());
+      return;
+    }
+    const setup = new Database(database.file);
     if (scenario.journal !== 'delete') setup.pragma('journal_mode = WAL');
     setup.exec('CREATE TABLE sim_ledger (slot INTEGER, holder TEXT, term INTEGER, at REAL)');
     setup.close();
   }
 
+  /** A new process's database: a connection to the run's file, or a pool on its server. */
+  connect(process: SimProcess): SimConnection {
+    const { server, database } = this;
+    if (server === undefined) {
+      return new SqliteConnection({
+        file: (database as { file: string }).file,
+        now: () => this.timeline.now,
+        clocks: () => process.scheduler.readClocks(),
+        channels: this.channels.of(process),
+        seen: (store) => this.withLatency(store, process),
+      });
+    }
+    return new PostgresConnection(
+      server,
+      this.timeline,
+      process,
+      () => this.travel(process),
+      (store) => this.seenOnPostgres(store, process),
+    );
+  }
+
+  /** How the server of a PostgreSQL run behaves: on true time, with the noise of the process it talks to. */
+  private serverNoise(): ServerNoise {
+    const { failures, channels, lateness } = this.scenario.noise;
+    return {
+      travel: (backend) => this.travel(backend.owner as SimProcess),
+      cut: (backend) => {
+        const process = backend.owner as SimProcess;
+        if (!failures || process.random() >= 0.01) return undefined;
+        const when = process.random() < 0.5 ? 'before' : 'after';
+        this.faults++;
+        this.record(process, { kind: 'fault', type: `cut-${when}` });
+        return when;
+      },
+      // Late now and then, and the connection's later messages with it; never lost, never
+      // twice: a live connection does neither (one that ends loses what was on its way).
+      fate: (backend) => {
+        const process = backend.owner as SimProcess;
+        const late = channels && process.random() < 0.05 ? process.random() * this.scenario.timing.expiresAfter : 0;
+        if (late > 0)
+          this.record(process, { kind: 'fault', type: 'late', detail: `notification, ${ms(late)}`, until: this.timeline.now + late });
+        return { copies: 1, delay: late + (lateness ? process.random() * 2 : 0) };
+      },
+      wall: (at) => wallEpoch + at,
+    };
+  }
+
+  /** Ms a message takes between `process` and the server: up to 3, one in 200 up to a lease (with `latency`). */
+  private travel(process: SimProcess): number {
+    if (!this.scenario.noise.latency) return 0.25;
+    const { random } = process;
+    if (random() < 0.995) return random() * 3;
+    const late = random() * this.scenario.timing.expiresAfter;
+    this.record(process, { kind: 'fault', type: 'slow', detail: ms(late), until: this.timeline.now + late });
+    return late;
+  }
+
+  /**
+   * The PostgreSQL store as the campaigns see it: as it is, its operations traced if asked,
+   * its takes noted. Traced or not, each answer takes the same steps: a step more would
+   * reorder what the promises of one event do, and the draws of the noise with it, so that
+   * a run told with its operations would not be the run found.
+   */
+  private seenOnPostgres(store: PostgresLeaseStore, owner: SimProcess): LeaseStore {
+    const traced =
+      <A extends unknown[], T>(name: string, operation: (...args: A) => Promise<T>) =>
+      (...args: A) =>
+        operation(...args).then(
+          (answer) => {
+            if (this.trace) this.record(owner, { kind: 'operation', type: name, detail: describe(answer) });
+            return answer;
+          },
+          (error: { code?: string }) => {
+            if (this.trace) this.record(owner, { kind: 'operation', type: name, detail: `fails ${error.code ?? String(error)}` });
+            throw error;
+          },
+        );
+    return {
+      clock: store.clock,
+      capabilities: store.capabilities,
+      look: traced('look', (slot: number) => store.look(slot)),
+      acquire: traced('acquire', (...args: Parameters<LeaseStore['acquire']>) =>
+        store.acquire(...args).then((result) => this.noteTake(owner, args[0], result)),
+      ),
+      renew: traced('renew', (...args: Parameters<LeaseStore['renew']>) => store.renew(...args)),
+      release: traced('release', (lease: Lease) => store.release(lease)),
+    };
+  }
+
   /** Runs the whole run: the candidates, the faults until `duration`, then the quiet time. */
   run(): SimHistory {
+    const leave = this.enter(realAsync);
+    try {
+      this.begin();
+      this.timeline.runUntil(this.scenario.duration);
+      const quietFrom = this.timeline.now;
+      this.timeline.runUntil(this.quietEnd());
+      return this.finish(quietFrom);
+    } finally {
+      leave();
+    }
+  }
+
+  /**
+   * The same on PostgreSQL, whose store goes on in promises: after each event, what it
+   * started runs to its end (the statements it sent wait for their time on the timeline),
+   * before the next event. The store reads `performance.now()` (the priorities it heard
+   * keep so long): the simulated host's monotonic clock here.
+   */
+  async runOnPostgres(): Promise<SimHistory> {
+    const { engine } = this.database as { engine: PgEngine };
+    await engine.reset();
+    // The store's own promises are its way; a timer, an immediate or a tick would still escape the simulated time.
+    const leave = this.enter(new Set(['Timeout', 'Immediate', 'TickObject']));
+    const performanceNow = performance.now;
+    performance.now = () => this.timeline.now + this.host.offset;
+    const rejected = (error: unknown) =>
+      this.unhandled(this.timeline.running as SimProcess | undefined, `a rejection nobody handled: ${errorText(error)}`);
+    process.on('unhandledRejection', rejected);
+    const settle = async () => {
+      do await this.realTurn();
+      while (this.server?.working);
+    };
+    try {
+      this.begin();
+      await settle();
+      await this.timeline.runUntilSettled(this.scenario.duration, settle);
+      const quietFrom = this.timeline.now;
+      await this.timeline.runUntilSettled(this.quietEnd(), settle);
+      return this.finish(quietFrom);
+    } finally {
+      process.off('unhandledRejection', rejected);
+      performance.now = performanceNow;
+      this.server?.stopHearing();
+      leave();
+    }
+  }
+
+  /** The hook that catches anything asynchronous a run starts for real (see `enter`). */
+  private escapes: AsyncHook | undefined;
+
+  /** One turn of the real event loop: every promise the last event settled runs its handlers meanwhile. */
+  private realTurn(): Promise<void> {
+    this.escapes?.disable();
+    try {
+      return new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      this.escapes?.enable();
+    }
+  }
+
+  /**
+   * Makes the run's draws the seed's, and watches for anything asynchronous of `kinds` that
+   * it starts for real; returns what undoes both.
+   */
+  private enter(kinds: ReadonlySet<string>): () => void {
     // The library's own draws (the jitter of its lock retries) come from the seed too: from
     // the stream of the process whose event runs.
     const random = Math.random;
@@ -167,17 +327,20 @@ export class World {
     // that throws) is reported through a real timer, which this catches too.
     const escapes = createHook({
       init: (_id, type) => {
-        if (!realAsync.has(type)) return;
-        const where = new Error().stack?.split('\n').find((line) => line.includes('/src/')) ?? '';
+        if (!kinds.has(type)) return;
+        const stack = new Error().stack?.split('\n') ?? [];
+        // PGlite's own timer: PostgreSQL flushes its statistics 10 s after its backend went idle. It changes no answer.
+        if (stack.some((line) => line.includes('__setitimer_js'))) return;
+        const where = stack.find((line) => line.includes('/src/')) ?? stack.slice(2, 8).join(' <');
         this.unhandled(this.timeline.running as SimProcess | undefined, `a real ${type} started ${where.trim()}`);
       },
     }).enable();
-    try {
-      return this.runSeeded();
-    } finally {
+    this.escapes = escapes;
+    return () => {
       escapes.disable();
+      this.escapes = undefined;
       Math.random = random;
-    }
+    };
   }
 
   /**
@@ -208,14 +371,19 @@ export class World {
     });
   }
 
-  private runSeeded(): SimHistory {
-    const { candidates, duration, timing, faults } = this.scenario;
-    for (let i = 1; i <= candidates; i++) this.start(i, `h${i}`);
-    for (const fault of faults) this.timeline.at(fault.at, () => this.fault(fault));
-    this.timeline.runUntil(duration);
-    const quietFrom = this.timeline.now;
-    // Quiet: every pause ends (its own event), the slots settle.
-    this.timeline.runUntil(duration + 6 * (timing.expiresAfter + timing.retryEvery) + 4 * timing.expiresAfter);
+  /** The candidates started, the faults planned. */
+  private begin(): void {
+    for (let i = 1; i <= this.scenario.candidates; i++) this.start(i, `h${i}`);
+    for (const fault of this.scenario.faults) this.timeline.at(fault.at, () => this.fault(fault));
+  }
+
+  /** The end of the quiet time: every pause ends (its own event), the slots settle. */
+  private quietEnd(): number {
+    const { duration, timing } = this.scenario;
+    return duration + 6 * (timing.expiresAfter + timing.retryEvery) + 4 * timing.expiresAfter;
+  }
+
+  private finish(quietFrom: number): SimHistory {
     for (const process of this.processes) this.end(process);
     return {
       scenario: this.scenario,
@@ -429,24 +597,15 @@ export class World {
   }
 
   /**
-   * A row written through the store's `fenced` (what `fenced(db, lease, work)` runs on
-   * SQLite), with the slot's tenure read by a statement of the simulator's own inside the
-   * same transaction: the checker compares the two.
+   * A row written through the store's `fenced`, with the slot's tenure read by a statement
+   * of the simulator's own inside the same transaction: the checker compares the two.
    */
   private fencedWrite(process: SimProcess, lease: Lease): void {
-    const clocks = () => process.scheduler.readClocks();
-    let tenure: SimRecord['tenure'];
-    try {
-      const { ledger } = process;
-      process.sqlite.fencedSync(lease, clocks, () => {
-        ledger.insert.run(lease.slot, lease.holder, lease.term, this.timeline.now);
-        tenure = tenureNow(ledger.tenure, lease.slot, clocks());
-      });
-    } catch (error) {
-      this.record(process, { kind: 'write', slot: lease.slot, type: 'refused', term: lease.term, detail: (error as LeadershipError).code });
-      return;
-    }
-    this.record(process, { kind: 'write', slot: lease.slot, type: 'fenced', term: lease.term, tenure });
+    process.connection.write(lease, (outcome) => {
+      if ('refused' in outcome) {
+        this.record(process, { kind: 'write', slot: lease.slot, type: 'refused', term: lease.term, detail: outcome.refused });
+      } else this.record(process, { kind: 'write', slot: lease.slot, type: 'fenced', term: lease.term, tenure: outcome.tenure });
+    });
   }
 
   /** A subscription's options beside its timing: now and then a priority (preempting or not), a lock-delay. */
@@ -482,9 +641,10 @@ export class World {
         );
         return;
       case 'close':
-        // Its candidates end with DATABASE_CLOSED at their next operation; then it exits, and is restarted.
+        // On SQLite, its candidates end with DATABASE_CLOSED at their next operation; then it
+        // exits, and is restarted. On PostgreSQL, the server cuts its connections: it connects again.
+        if (target.connection.close() === 'cut') return note('cut');
         note('close');
-        target.db.close();
         this.timeline.at(expiresAfter, () => (this.kill(target), this.start(bornOf(fault), target.holder)), target);
         return;
       case 'pause': {
@@ -534,13 +694,15 @@ export class World {
     if (lease === undefined || askers.length === 0) return;
     const asker = askers[Math.floor(fault.pick * 7919) % askers.length];
     // Named, a candidate that campaigns: subscribed, running, its connection open.
-    const followers = live.filter((p) => p !== target && p.subscriptions.length > 0 && !p.paused && p.db.open);
+    const followers = live.filter((p) => p !== target && p.subscriptions.length > 0 && !p.paused && p.connection.open);
     const to =
       fault.size < 0.5 ? followers[Math.floor(fault.size * 2 * followers.length)]?.holder : fault.size < 0.75 ? undefined : 'nobody';
     note('handoff', `slot ${lease.slot} term ${lease.term} to ${to ?? 'anybody'}, asked by ${asker.name}`);
     try {
       const told = asker.store.capabilities?.handoffs?.tell({ kind: 'asked', lease, ...(to !== undefined && { to }) });
-      if (told !== undefined) valueNow(told); // its failure caught, as handOff's is
+      // Its failure caught, as handOff's is.
+      if (told instanceof Promise) told.catch(() => undefined);
+      else if (told !== undefined) valueNow(told);
     } catch {
       // the word never went: as after a failed handOff
     }
@@ -551,7 +713,7 @@ export class World {
     if (!process.alive) return;
     process.alive = false;
     this.channels.killed(process);
-    if (process.db.open) process.db.close();
+    process.connection.kill();
     // Its memory goes with it: what it had in the library's process-wide state too (its
     // candidates' enrolment, their beliefs, which `whileLeader` and `holdsLease` ask). Torn
     // down with its connection closed and its timers dead, it writes and records nothing, and
@@ -569,7 +731,7 @@ export class World {
     if (!process.alive) return;
     process.alive = false;
     this.unsubscribe(process);
-    if (process.db.open) process.db.close();
+    process.connection.kill();
   }
 }
 
@@ -587,26 +749,6 @@ function hashOf(...parts: Array<number | string>): number {
 /** The birth of a process a fault started: after every candidate's number (64 at most). */
 function bornOf(fault: PlannedFault): number {
   return 100 + fault.at;
-}
-
-/** The slot's tenure and the ms its lease has left at `now`, read straight from the tables (the simulator's own statement). */
-function tenureNow(read: Database.Statement, slot: number, now: ClockReading): SimRecord['tenure'] {
-  const row = read.get({ slot, now: now.now, clock: now.clock }) as { holder: string; term: number; left: number | null } | undefined;
-  return row && { holder: row.holder, term: row.term, left: row.left ?? -Infinity };
-}
-
-/** A process's own statements for its leader's job: its ledger row, and the slot's tenure read beside it (prepared at the first write). */
-function ledgerStatements(db: Database.Database): { insert: Database.Statement; tenure: Database.Statement } {
-  return {
-    insert: db.prepare('INSERT INTO sim_ledger (slot, holder, term, at) VALUES (?, ?, ?, ?)'),
-    tenure: db.prepare(
-      `SELECT lease.holder AS holder, term.term AS term, deadline.expires_at - @now AS left
-        FROM worker_leadership AS lease JOIN worker_leadership_term AS term ON term.slot = lease.slot
-        LEFT JOIN worker_leadership_deadline AS deadline
-          ON deadline.slot = lease.slot AND deadline.holder = lease.holder AND deadline.term = term.term AND deadline.clock = @clock
-        WHERE lease.slot = @slot`,
-    ),
-  };
 }
 
 /** The kinds of async resource (async_hooks) that run outside the simulated time. */

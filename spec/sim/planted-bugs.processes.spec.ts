@@ -65,6 +65,18 @@ describe.each(Object.entries(plants))('npm run simulate -- --plant %s', (name, {
   }, 120_000);
 });
 
+// The campaign's plants show on PostgreSQL too: one found there (seed 8, 20 s runs) and shrunk,
+// replayed on the real statements on PGlite.
+describe('npm run simulate -- --replay a plant found on PostgreSQL', () => {
+  it('shows the violation the plant made', async () => {
+    const file = join(__dirname, 'planted', 'lock-delay-skipped.postgres.json');
+    const replayed = await simulate(['--replay', file]);
+    expect(replayed.code).toBe(1);
+    expect(replayed.output).toMatch(/^violation, lock-delay: /m);
+    expect(replayed.output).toContain('PostgreSQL, planted: lock-delay-skipped');
+  }, 60_000);
+});
+
 describe('npm run simulate -- --exhaustive --plant take-keeps-term', () => {
   it('finds the plant among every schedule of the search, and writes a run that replays it', async () => {
     const folder = mkdtempSync(join(tmpdir(), 'observe-leadership-exhaustive-'));

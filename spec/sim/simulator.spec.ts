@@ -97,7 +97,7 @@ describe('the simulator (npm run simulate)', () => {
     expect(new Set(schedules).size).toBe(result.schedules);
   });
 
-  it('shrinks a failing scenario to the faults it needs: no other fault, noise, candidate or slot', () => {
+  it('shrinks a failing scenario to the faults it needs: no other fault, noise, candidate or slot', async () => {
     // A judge that sees a violation wherever a wall clock stepped and a process was paused:
     // shrunk, two faults of a long run are left, and nothing else the run held.
     const scenario = scenarioOf(3, { candidates: 3, slots: 1, duration: 30_000 });
@@ -105,7 +105,7 @@ describe('the simulator (npm run simulate)', () => {
       candidate.faults.some((f) => f.kind === 'wall-step') && candidate.faults.some((f) => f.kind === 'pause');
     expect(needs(scenario)).toBe(true);
     const violation = (candidate: Scenario) => ({ check: 'overlap' as const, at: candidate.duration, detail: '' });
-    const shrunk = shrink(scenario, violation(scenario), {
+    const shrunk = await shrink(scenario, violation(scenario), {
       seconds: 30,
       judge: (candidate) => (needs(candidate) ? [violation(candidate)] : []),
     });
@@ -228,7 +228,7 @@ describe('the simulator (npm run simulate)', () => {
       const folder = mkdtempSync(join(tmpdir(), 'observe-leadership-sim-spec-'));
       try {
         const scenario: Scenario = { ...scenarioOf(1, { candidates: 1, slots: 1, duration: 1_000 }), noise: noNoise, faults: [] };
-        const world = new World(scenario, join(folder, 'sim.db'));
+        const world = new World(scenario, { file: join(folder, 'sim.db') });
         const owner = { alive: true, paused: false, held: [] };
         world.timeline.at(100, () => {
           throw new Error('thrown by a timer');
