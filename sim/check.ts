@@ -7,7 +7,7 @@
 import type { SimHistory, SimRecord } from './world';
 
 export interface SimViolation {
-  check: 'overlap' | 'term-order' | 'malformed' | 'terminated' | 'liveness' | 'unhandled' | 'fenced' | 'handoff' | 'lock-delay';
+  check: 'overlap' | 'term-order' | 'malformed' | 'terminated' | 'liveness' | 'unhandled' | 'fenced' | 'handoff' | 'lock-delay' | 'preempt';
   detail: string;
   /** True time at which it shows. */
   at: number;
@@ -95,6 +95,7 @@ export function checkRun(history: SimHistory): SimOutcome {
   }
   violations.push(...handoffsNotTaken(history.records));
   violations.push(...lockDelaysCut(history.records));
+  violations.push(...preemptedEarly(history.records));
   violations.push(...malformed(history.records));
   const failovers = history.records.filter((r) => r.kind === 'event' && r.type === 'elected').length - slots;
   return { violations: violations.sort((a, b) => a.at - b.at), failovers: Math.max(0, failovers) };
@@ -269,5 +270,36 @@ function lockDelaysCut(records: readonly SimRecord[]): SimViolation[] {
       detail: `slot ${take.slot}: ${take.holder} took term ${take.term} at ${ms(take.at)} ${take.detail}, and was elected ${ms(elected.at - take.at)} later, within its lock-delay of ${ms(take.lockDelay)}`,
     });
   });
+  return violations;
+}
+
+/**
+ * A leader that gives way to a higher priority (`preempt`) has led for a lease first, so that
+ * the slot changes hands this way at most once a lease: its `lost` (`preempted`) comes no
+ * sooner than the deadline its `elected` said, which is the tenure's start (its attempt's
+ * send) and a lease. A subscription with a lock-delay is not judged: its tenure is announced
+ * once its quiet time ended, with the deadline of that moment.
+ */
+function preemptedEarly(records: SimRecord[]): SimViolation[] {
+  const violations: SimViolation[] = [];
+  const quiet = new Set<string>();
+  const elected = new Map<string, SimRecord>();
+  for (const r of records) {
+    if (r.slot === undefined || r.kind !== 'event') continue;
+    const key = `${r.process} ${r.slot}`;
+    if (r.type === 'subscribed') {
+      if (r.detail?.includes('"lockDelay"')) quiet.add(key);
+      else quiet.delete(key);
+    } else if (r.type === 'elected') elected.set(key, r);
+    else if (r.type === 'lost' && r.detail === 'preempted') {
+      const tenure = elected.get(key);
+      if (tenure?.deadline === undefined || quiet.has(key) || r.at >= tenure.deadline) continue;
+      violations.push({
+        check: 'preempt',
+        at: r.at,
+        detail: `slot ${r.slot}: ${r.holder} gave way (term ${tenure.term}) after leading ${ms(r.at - tenure.at)}, before the lease its election counted (until ${ms(tenure.deadline)})`,
+      });
+    }
+  }
   return violations;
 }

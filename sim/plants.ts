@@ -85,6 +85,12 @@ export const plants: Record<string, Plant> = {
     find: '() => (0, lease_check_1.stands)(row.expiresIn)',
     replace: '() => true',
   },
+  'preempt-unbounded': {
+    what: 'a leader that gives way to a higher priority as soon as one declares itself, without leading a lease first',
+    file: 'src/campaign/leader-steps.js',
+    find: 'campaign.now() - leading.since < expiresAfter)',
+    replace: 'campaign.now() - leading.since < 0)',
+  },
   'resubscribe-at-once': {
     what: 'a new subscription of a holder that starts before the last one of that holder settled',
     file: 'src/surface/candidate-registry.js',
