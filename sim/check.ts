@@ -258,19 +258,34 @@ function lockDelaysCut(records: readonly SimRecord[]): SimViolation[] {
   const violations: SimViolation[] = [];
   records.forEach((take, index) => {
     if (take.kind !== 'take' || !take.lockDelay) return;
-    const after = records.slice(index + 1);
-    const elected = after.find(
-      (r) => r.kind === 'event' && r.type === 'elected' && r.process === take.process && r.slot === take.slot && r.term === take.term,
-    );
-    if (elected === undefined || elected.at >= take.at + take.lockDelay) return;
-    if (after.some((r) => r.at <= elected.at && r.process === take.believer && (r.kind === 'fault' || r.kind === 'event'))) return;
-    violations.push({
-      check: 'lock-delay',
-      at: elected.at,
-      detail: `slot ${take.slot}: ${take.holder} took term ${take.term} at ${ms(take.at)} ${take.detail}, and was elected ${ms(elected.at - take.at)} later, within its lock-delay of ${ms(take.lockDelay)}`,
-    });
+    let ended = false;
+    for (let i = index + 1; i < records.length; i++) {
+      const r = records[i];
+      // The believer died or spoke (`lost`, say) before the announcement: a proven end.
+      if (r.process === take.believer && (r.kind === 'fault' || r.kind === 'event')) ended = true;
+      if (r.kind !== 'event' || r.type !== 'elected' || r.process !== take.process || r.slot !== take.slot || r.term !== take.term)
+        continue;
+      if (r.at < take.at + take.lockDelay && !ended && !endedAtOnce(records, i, take.believer)) {
+        violations.push({
+          check: 'lock-delay',
+          at: r.at,
+          detail: `slot ${take.slot}: ${take.holder} took term ${take.term} at ${ms(take.at)} ${take.detail}, and was elected ${ms(r.at - take.at)} later, within its lock-delay of ${ms(take.lockDelay)}`,
+        });
+      }
+      return;
+    }
   });
   return violations;
+}
+
+/** Whether `believer` died or spoke at the very instant of the record at `index`, recorded after it. */
+function endedAtOnce(records: readonly SimRecord[], index: number, believer: string | undefined): boolean {
+  const { at } = records[index];
+  for (let i = index + 1; i < records.length && records[i].at <= at; i++) {
+    const r = records[i];
+    if (r.process === believer && (r.kind === 'fault' || r.kind === 'event')) return true;
+  }
+  return false;
 }
 
 /**
