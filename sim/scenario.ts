@@ -16,7 +16,8 @@ import { mulberry32 } from '../test-kit/seeded-random';
  * - `pause`: SIGSTOP for `size` × 3 leases, then SIGCONT.
  * - `unsubscribe`: its candidates unsubscribe (the lease released), and subscribe again with
  *   a new priority and lock-delay.
- * - `wall-step`: its wall clock steps by up to ten minutes, forward or back (`size` 0 to 1).
+ * - `wall-step`: its wall clock steps by up to ten minutes, forward or back (`size` 0 to 1);
+ *   on PostgreSQL, one in two (`pick` below 0.5) steps the server's instead.
  * - `step-down`: each of its candidates that leads steps down (`stepDown`).
  * - `handoff`: a process (`pick`) asks the leader of a slot to hand over, as `handOff` does
  *   once its checks passed: to a live candidate by name (`size` below 0.5), to anybody

@@ -123,8 +123,9 @@ export class World {
   /** For a run of an exhaustive search: the choices, instead of the noise. */
   private readonly chooser: Chooser | undefined;
 
-  /** On PostgreSQL, the run's server. */
+  /** On PostgreSQL, the run's server, and how far its wall clock stepped from true time. */
   private readonly server: SimServer | undefined;
+  private serverWallOffset = 0;
 
   constructor(
     readonly scenario: Scenario,
@@ -204,7 +205,7 @@ export class World {
           this.record(process, { kind: 'fault', type: 'late', detail: `notification, ${ms(late)}`, until: this.timeline.now + late });
         return { copies: 1, delay: late + (lateness ? process.random() * 2 : 0) };
       },
-      wall: (at) => wallEpoch + at,
+      wall: (at) => wallEpoch + at + this.serverWallOffset,
     };
   }
 
@@ -674,6 +675,11 @@ export class World {
         return;
       case 'wall-step': {
         const step = Math.round((fault.size - 0.5) * 1_200_000);
+        // On PostgreSQL the store reads the server's wall clock, not its own: one in two steps is the server's.
+        if (this.server !== undefined && fault.pick < 0.5) {
+          this.serverWallOffset += step;
+          return note('wall-step', `${step} ms, the server's`);
+        }
         note('wall-step', `${step} ms`);
         target.wallOffset += step;
         return;

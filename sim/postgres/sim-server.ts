@@ -119,6 +119,7 @@ interface Work {
   readonly backend: Backend;
   readonly text: string;
   readonly values: unknown[];
+  /** The server's wall clock when it arrived (`statement_timestamp()`). */
   readonly arrivedAt: number;
 }
 
@@ -186,7 +187,7 @@ export class SimServer {
     const arrival = this.arrival(backend);
     this.timeline.at(arrival - this.timeline.now, () => {
       if (this.inTransaction === backend && this.idleTimer !== undefined) this.idleTimer.cancelled = true;
-      this.waiting.push({ backend, text, values, arrivedAt: this.timeline.now });
+      this.waiting.push({ backend, text, values, arrivedAt: this.noise.wall(this.timeline.now) });
       this.pump();
     });
   }
@@ -299,7 +300,7 @@ export class SimServer {
     try {
       await db.query(
         `SELECT set_config('sim.now', $1, false), set_config('sim.arrival', $2, false), set_config('sim.backend', $3, false)`,
-        [String(this.noise.wall(this.timeline.now)), String(this.noise.wall(arrivedAt)), String(backend.id)],
+        [String(this.noise.wall(this.timeline.now)), String(arrivedAt), String(backend.id)],
       );
       const word = /^\s*(BEGIN|COMMIT|ROLLBACK)\s*$/i.exec(text)?.[1].toUpperCase();
       if (word === 'BEGIN') {
