@@ -1,10 +1,24 @@
+import { lstatSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { overlappingBeliefs } from '../test-kit/history';
-import { watcherCount } from '../test-kit/endpoint-sockets';
+import { endpointSockets, watcherCount } from '../test-kit/endpoint-sockets';
 import { eventually } from '../test-kit/eventually';
 import { bunRuntime, nodeRuntime } from '../test-kit/runtimes';
 import type { SqliteDriver } from '../test-kit/worker-database';
 import { ChildWorker } from './support/child-worker';
 import { workerGroup } from './support/worker-group';
+
+/** The endpoint files beside `file` (a follower trusts a socket of the database's owner) and the sockets connected to them. */
+function endpointsBeside(file: string): { files: string[]; sockets: unknown[] } {
+  const folder = dirname(file);
+  const files = readdirSync(folder)
+    .filter((name) => name.includes('-leadership-'))
+    .map((name) => {
+      const found = lstatSync(join(folder, name));
+      return `${name}: socket ${found.isSocket()}, mode ${(found.mode & 0o777).toString(8)}, uid ${found.uid} (database's ${statSync(file).uid})`;
+    });
+  return { files, sockets: endpointSockets(file) };
+}
 
 // One file, three drivers, three runtimes: this Node.js with better-sqlite3, Node.js 24 with
 // its built-in node:sqlite (no native addon loaded), and Bun with bun:sqlite, beside the
@@ -60,7 +74,9 @@ describe.each(['wal', 'delete'] as const)('one leader among three drivers on one
         const driver = workers.get(leader) as SqliteDriver;
         // Only a follower that reached the leader's endpoint has its proof: a follower that
         // first reads the tenure after the kill waits for the lease (docs/how-it-works.md).
-        await eventually('both followers watching the leader', () => watcherCount(processes.database.file) === workers.size - 1);
+        await eventually('both followers watching the leader', () => watcherCount(processes.database.file) === workers.size - 1, {
+          explain: () => endpointsBeside(processes.database.file), // what a follower could find there, for a failure to tell
+        });
         // Accepted is not yet greeted (test-kit/worker.ts, reportGreetings): a kill in between leaves no proof.
         await eventually('both followers greeted', () => leader.greetedSinceElected() >= workers.size - 1);
         leader.signal('SIGKILL');
