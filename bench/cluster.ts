@@ -6,8 +6,7 @@ import { handOff } from 'observe-leadership';
 import { postgresLeaseStore } from 'observe-leadership/postgres';
 import { join } from 'node:path';
 import { PostgresTarget } from '../test-kit/chaos-database';
-import { connect } from 'node:net';
-import { endpointSockets, watcherCount } from '../test-kit/endpoint-sockets';
+import { connectToLeader, watcherCount } from '../test-kit/endpoint-sockets';
 import { eventually } from '../test-kit/eventually';
 import { beliefSegments, overlappingBeliefs, WorkerRecord } from '../test-kit/history';
 import { JournalMode, openWorkerDatabase } from '../test-kit/worker-database';
@@ -224,9 +223,8 @@ export async function takeovers(
  * could not connect.
  */
 async function endpointWitness(file: string): Promise<{ closed: Promise<number | undefined> } | undefined> {
-  const listening = endpointSockets(file).find((socket) => socket.state === 'listening');
-  if (listening === undefined) return undefined;
-  const socket = connect(listening.path);
+  const socket = connectToLeader(file);
+  if (socket === undefined) return undefined;
   socket.on('error', () => undefined);
   socket.resume(); // the greeting; a paused socket would not see the end
   const connected = await new Promise<boolean>((resolve) => {

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, realpathSync } from 'node:fs';
-import { connect } from 'node:net';
+import { connect, Socket } from 'node:net';
 
 /** A Unix socket of this host bound to a tenure endpoint's path, as /proc/net/unix lists it. */
 export interface EndpointSocket {
@@ -55,10 +55,9 @@ export function watcherCount(file: string): number {
  * endpoint listens, or the connection ends without a word.
  */
 export function greetedUpToNow(file: string): Promise<boolean> {
-  const listening = endpointSockets(file).find((socket) => socket.state === 'listening');
-  if (listening === undefined) return Promise.resolve(false);
+  const socket = connectToLeader(file);
+  if (socket === undefined) return Promise.resolve(false);
   return new Promise((resolve) => {
-    const socket = connect(listening.path);
     socket.on('error', () => resolve(false));
     socket.once('close', () => resolve(false));
     socket.once('data', () => {
@@ -66,4 +65,10 @@ export function greetedUpToNow(file: string): Promise<boolean> {
       socket.destroy();
     });
   });
+}
+
+/** A connection of the caller's own to the endpoint that listens for `file`'s leader, if one does. */
+export function connectToLeader(file: string): Socket | undefined {
+  const listening = endpointSockets(file).find((socket) => socket.state === 'listening');
+  return listening === undefined ? undefined : connect(listening.path);
 }

@@ -20,7 +20,7 @@
  * behind a take, a crowd at the gate: here one runs after the other, which a real server
  * may do too), and the server's own faults (a restart, a failover to a standby).
  */
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import type { SimProcessClock, Timeline } from '../timeline';
 
 /** The schema every run's tables live in: dropped and made again before each run. */
@@ -32,7 +32,10 @@ export class PgEngine {
 
   static async start(): Promise<PgEngine> {
     // int8 and numeric as text, as pg gives them.
-    const db = await PGlite.create({ parsers: { 20: (text: string) => text, 1700: (text: string) => text } });
+    // Loaded here, not with the module: a run on SQLite needs none of it.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { PGlite: Engine } = require('@electric-sql/pglite') as typeof import('@electric-sql/pglite');
+    const db = await Engine.create({ parsers: { 20: (text: string) => text, 1700: (text: string) => text } });
     await db.exec(serverFunctions);
     return new PgEngine(db);
   }
