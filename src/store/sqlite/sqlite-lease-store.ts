@@ -163,11 +163,10 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
   readonly tableName = 'worker_leadership';
   /** Releases signalled through a file, standby places and priorities in tables, tenures proven over by their endpoints, handoffs by a file of words. */
   readonly capabilities: StoreCapabilities = { changes: this, standby: this, tenureProof: this, handoffs: this, priorities: this };
-  private statements: Statements | undefined;
-  /** The read statement of the whole schema, prepared once it exists (see `reader`), which `statements` uses too. */
-  private wholeRead: Statement<[Judged], LeaseRow> | undefined;
   /** The connection, checked before each operation, used without the busy wait. */
   private readonly connection: SqliteConnection;
+  /** The connection's statements, shared by every store made on it (see `Prepared`). */
+  private readonly prepared: Prepared;
   private readonly listeners = new ChangeListeners(
     () => this.startWatching(),
     () => this.stopWatching(),
@@ -188,7 +187,8 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
     private readonly db: Database,
     channels: SqliteSideChannels = fileSideChannels(db.memory ? undefined : canonicalPath(db.name), () => db.open),
   ) {
-    this.connection = new SqliteConnection(db);
+    this.prepared = preparedOn(db);
+    this.connection = this.prepared.connection;
     this.signalFile = channels.signals;
     this.endpoints = channels.endpoints;
     this.mailboxes = channels.mailboxes;
@@ -434,7 +434,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
    * ever ran) means term 0.
    */
   private reader(): Statement<[Judged], LeaseRow> | undefined {
-    if (this.wholeRead) return this.wholeRead;
+    if (this.prepared.wholeRead) return this.prepared.wholeRead;
     const tables = this.db
       .prepare<[], string>(
         `SELECT name FROM sqlite_master
@@ -448,7 +448,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
     const advertised = tables.includes('worker_leadership_advertised');
     const statement = this.db.prepare<[Judged], LeaseRow>(readText({ terms, deadlines, advertised }));
     // Kept only once the schema is whole: until then a candidate may yet complete it.
-    if (terms && deadlines && advertised) this.wholeRead = statement;
+    if (terms && deadlines && advertised) this.prepared.wholeRead = statement;
     return statement;
   }
 
@@ -480,7 +480,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
    * restarts) pays for what it runs. The schema is made, and checked, at the first call.
    */
   private ready(): Statements {
-    if (this.statements) return this.statements;
+    if (this.prepared.statements) return this.prepared.statements;
     if (this.db.readonly) throw new LeadershipError('DATABASE_READONLY', 'The database connection is read-only');
     installSqliteSchema(this.db);
     const { db } = this;
@@ -492,7 +492,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
     const standbyLeave = prepared<[{ slot: number; holder: string }]>(statementText.standbyLeave);
     const mayWrite = prepared(statementText.mayWrite);
     const advertise = advertiseStatement(prepared);
-    this.statements = onFirstUseEach<Statements>({
+    this.prepared.statements = onFirstUseEach<Statements>({
       read: () => read,
       standbyRead: () => db.prepare(statementText.standbyRead),
       standbyClaim: () => db.prepare(statementText.standbyClaim),
@@ -541,8 +541,29 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
           return runWork();
         }),
     });
-    return this.statements;
+    return this.prepared.statements;
   }
+}
+
+/**
+ * What a connection prepared: its checks, the read of the whole schema once it exists (see
+ * `reader`), and the other statements once the schema was made (see `ready`). Statements
+ * belong to their connection, not to a store: every store made on it shares them, so that
+ * one made again (the simulator's next process on the connection its last one left)
+ * prepares nothing again.
+ */
+interface Prepared {
+  readonly connection: SqliteConnection;
+  wholeRead?: Statement<[Judged], LeaseRow>;
+  statements?: Statements;
+}
+
+const preparedOnConnection = new WeakMap<Database, Prepared>();
+
+function preparedOn(db: Database): Prepared {
+  let prepared = preparedOnConnection.get(db);
+  if (prepared === undefined) preparedOnConnection.set(db, (prepared = { connection: new SqliteConnection(db) }));
+  return prepared;
 }
 
 /** `make()`'s value, made at the first call and kept. */
