@@ -14,27 +14,32 @@ import type { SimRecord } from './world';
 
 /** What the connection needs of its process and its world. */
 export interface SqliteSite {
-  readonly file: string;
+  /** A connection to the run's file: a new one, or one a dead process left (see `World.connect`). */
+  readonly open: () => Database.Database;
+  /** Takes back the connection of a process that died, for the next process to open. */
+  readonly leave: (db: Database.Database) => void;
   readonly now: () => number;
   readonly clocks: () => ClockReading;
   readonly channels: ConstructorParameters<typeof SqliteLeaseStore>[1];
-  readonly seen: (store: SqliteLeaseStore) => LeaseStore;
+  /** The store as its campaigns see it; each operation of a process killed (`killed()`) fails as on a closed connection. */
+  readonly seen: (store: SqliteLeaseStore, killed: () => boolean) => LeaseStore;
 }
 
 export class SqliteConnection implements SimConnection {
   readonly db: Database.Database;
   readonly sqlite: SqliteLeaseStore;
   readonly store: LeaseStore;
-  private statements: ReturnType<typeof ledgerStatements> | undefined;
+  /** Whether its process died, leaving the connection to the next (see `SqliteSite.leave`). */
+  private left = false;
 
   constructor(private readonly site: SqliteSite) {
-    this.db = new Database(site.file, { timeout: 0 });
+    this.db = site.open();
     this.sqlite = new SqliteLeaseStore(this.db, site.channels);
-    this.store = site.seen(this.sqlite);
+    this.store = site.seen(this.sqlite, () => this.left);
   }
 
   get open(): boolean {
-    return this.db.open;
+    return this.db.open && !this.left;
   }
 
   close(): 'closed' {
@@ -43,7 +48,8 @@ export class SqliteConnection implements SimConnection {
   }
 
   kill(): void {
-    if (this.db.open) this.db.close();
+    if (this.open) this.site.leave(this.db);
+    this.left = true;
   }
 
   /** What `fenced(db, lease, work)` runs on SQLite, at once. */
@@ -51,7 +57,7 @@ export class SqliteConnection implements SimConnection {
     const { clocks } = this.site;
     let tenure: SimRecord['tenure'];
     try {
-      const ledger = (this.statements ??= ledgerStatements(this.db));
+      const ledger = ledgerStatements(this.db);
       this.sqlite.fencedSync(lease, clocks, () => {
         ledger.insert.run(lease.slot, lease.holder, lease.term, this.site.now());
         tenure = tenureNow(ledger.tenure, lease.slot, clocks());
@@ -69,9 +75,13 @@ function tenureNow(read: Database.Statement, slot: number, now: ClockReading): S
   return row && { holder: row.holder, term: row.term, left: row.left ?? -Infinity };
 }
 
-/** A process's own statements for its leader's job: its ledger row, and the slot's tenure read beside it (prepared at the first write). */
+const ledgers = new WeakMap<Database.Database, { insert: Database.Statement; tenure: Database.Statement }>();
+
+/** A leader's statements for its job: its ledger row, and the slot's tenure read beside it (prepared on a connection's first write). */
 function ledgerStatements(db: Database.Database): { insert: Database.Statement; tenure: Database.Statement } {
-  return {
+  const prepared = ledgers.get(db);
+  if (prepared !== undefined) return prepared;
+  const made = {
     insert: db.prepare('INSERT INTO sim_ledger (slot, holder, term, at) VALUES (?, ?, ?, ?)'),
     tenure: db.prepare(
       `SELECT lease.holder AS holder, term.term AS term, deadline.expires_at - @now AS left
@@ -81,4 +91,6 @@ function ledgerStatements(db: Database.Database): { insert: Database.Statement; 
         WHERE lease.slot = @slot`,
     ),
   };
+  ledgers.set(db, made);
+  return made;
 }

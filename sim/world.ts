@@ -126,6 +126,8 @@ export class World {
   /** On PostgreSQL, the run's server, and how far its wall clock stepped from true time. */
   private readonly server: SimServer | undefined;
   private serverWallOffset = 0;
+  /** SQLite connections that dead processes left, for the next to open (see `connect`). */
+  private readonly idle: Database.Database[] = [];
 
   constructor(
     readonly scenario: Scenario,
@@ -167,11 +169,12 @@ export class World {
     const { server, database } = this;
     if (server === undefined) {
       return new SqliteConnection({
-        file: (database as { file: string }).file,
+        open: () => this.idle.pop() ?? new Database((database as { file: string }).file, { timeout: 0 }),
+        leave: (db) => this.idle.push(db),
         now: () => this.timeline.now,
         clocks: () => process.scheduler.readClocks(),
         channels: this.channels.of(process),
-        seen: (store) => this.withLatency(store, process),
+        seen: (store, killed) => this.withLatency(store, process, killed),
       });
     }
     return new PostgresConnection(
@@ -386,6 +389,7 @@ export class World {
 
   private finish(quietFrom: number): SimHistory {
     for (const process of this.processes) this.end(process);
+    for (const db of this.idle.splice(0)) db.close();
     return {
       scenario: this.scenario,
       records: this.records,
@@ -411,7 +415,7 @@ export class World {
    * The store as the campaign sees it: most operations answer at once (SQLite's way), some
    * later (PostgreSQL's), the statement running some time after it was sent.
    */
-  withLatency(store: SqliteLeaseStore, owner: SimProcess): LeaseStore {
+  withLatency(store: SqliteLeaseStore, owner: SimProcess, killed: () => boolean): LeaseStore {
     const { timeline } = this;
     const { random } = owner;
     const { latency, failures } = this.scenario.noise;
@@ -482,8 +486,13 @@ export class World {
         () => false,
       );
     };
-    const later = <T>(name: string, untraced: () => T): T | PromiseLike<T> => {
-      const operation = traced(name, untraced);
+    const later = <T>(name: string, statement: () => T): T | PromiseLike<T> => {
+      // A killed process's connection went back to the world (see `connect`): what its
+      // teardown still asks fails as on the closed connection the kernel left it.
+      const operation = traced(name, () => {
+        if (killed()) throw new LeadershipError('DATABASE_CLOSED', 'The database connection is closed');
+        return statement();
+      });
       if (this.chooser !== undefined) return chosen(name, operation);
       if (failures && random() < 0.01) throw failure('before');
       if (!latency || random() < 0.7) return operation();
