@@ -13,7 +13,7 @@
  * README's health example does, on a free port of 127.0.0.1 that it reports (`health`).
  */
 import { createServer } from 'node:http';
-import { AddressInfo, Server } from 'node:net';
+import { AddressInfo, Server, Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 import { IntervalHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Pool } from 'pg';
@@ -138,8 +138,40 @@ function reportGreetings(): void {
   };
 }
 
+/**
+ * Reports each connection this process makes to a tenure endpoint, as a follower watching
+ * its leader (`watch`): greeted, or closed before any greeting, and why. A follower that
+ * never reached its leader's endpoint has no proof of its death; a spec that waits for the
+ * followers to connect can then tell whether one tried, and what it met.
+ */
+function reportWatches(): void {
+  const connect = Socket.prototype.connect as (this: Socket, ...args: unknown[]) => Socket;
+  Socket.prototype.connect = function (this: Socket, ...args: unknown[]): Socket {
+    // Node.js passes its normalized arguments as one array; Bun, as they came.
+    const options = (Array.isArray(args[0]) ? args[0][0] : args[0]) as { path?: unknown } | undefined;
+    const path = typeof options?.path === 'string' ? options.path : '';
+    const at = path.lastIndexOf('-leadership-');
+    if (at >= 0) {
+      const endpoint = path.slice(at + '-leadership-'.length);
+      let greeted = false;
+      let failure: string | undefined;
+      this.once('data', () => {
+        greeted = true;
+        report({ type: 'watch', endpoint, outcome: 'greeted' });
+      });
+      this.on('error', (error: NodeJS.ErrnoException) => (failure = error.code));
+      this.once(
+        'close',
+        () => greeted || report({ type: 'watch', endpoint, outcome: `closed before a greeting (${failure ?? 'no error'})` }),
+      );
+    }
+    return connect.apply(this, args);
+  };
+}
+
 function main(): void {
   reportGreetings();
+  reportWatches();
   const options = JSON.parse(process.argv[2]) as WorkerOptions;
   const {
     file,
