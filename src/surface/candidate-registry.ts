@@ -1,3 +1,4 @@
+import { argumentError } from '../core/argument-check';
 import { LeadershipError } from '../core/leadership-error';
 import { Lease } from '../core/leadership-event';
 
@@ -74,26 +75,62 @@ export interface Believer {
   believes(term: number): boolean;
 }
 
-const believers = new Map<string, Set<Believer>>();
+/** A believer's place in the registry (see {@link enrollBeliever}). */
+export interface BelieverEnrolment {
+  /** `lease` was emitted by this believer's campaign: `beliefOf` asks this election about it. */
+  told(lease: Lease): void;
+  /** Unsubscribed: it believes nothing any more. */
+  leave(): void;
+}
 
-/** Records `believer`, the campaign of `holder` for `slot` in this process, and returns the way out. */
-export function enrollBeliever(slot: number, holder: string, believer: Believer): () => void {
+/**
+ * The live believers of this process by slot and holder, then by store: two elections of one
+ * process (two databases, say) may well use one holder name (a host's), and neither may
+ * answer for the other.
+ */
+const believers = new Map<string, Map<object, Set<Believer>>>();
+/** The store of each lease a campaign of this process emitted. */
+const storeOfLease = new WeakMap<Lease, object>();
+
+/** Records `believer`, the campaign of `holder` for `slot` in `store` in this process. */
+export function enrollBeliever(store: object, slot: number, holder: string, believer: Believer): BelieverEnrolment {
   const key = `${slot}\u0000${holder}`;
-  let found = believers.get(key);
-  if (!found) believers.set(key, (found = new Set()));
+  let stores = believers.get(key);
+  if (!stores) believers.set(key, (stores = new Map()));
+  let found = stores.get(store);
+  if (!found) stores.set(store, (found = new Set()));
   found.add(believer);
-  return () => {
-    found.delete(believer);
-    if (found.size === 0 && believers.get(key) === found) believers.delete(key);
+  const [inKey, inStore] = [stores, found];
+  return {
+    told: (lease) => void storeOfLease.set(lease, store),
+    leave: () => {
+      inStore.delete(believer);
+      if (inStore.size === 0 && inKey.get(store) === inStore) inKey.delete(store);
+      if (inKey.size === 0 && believers.get(key) === inKey) believers.delete(key);
+    },
   };
 }
 
 /**
  * Whether a candidate of this process believes, right now, that it holds `lease`;
- * `undefined` when no live candidate of this process campaigns as that holder for that slot.
+ * `undefined` when no live candidate of this process campaigns as that holder for that slot
+ * in the lease's election. A lease the library emitted knows its election; a copy, or one
+ * written by hand, is answered only while one election of this process has candidates of
+ * that slot and holder: with two, it could be either's.
  */
-export function beliefOf({ slot, holder, term }: Lease): boolean | undefined {
-  const found = believers.get(`${slot}\u0000${holder}`);
-  if (found === undefined) return undefined;
-  return [...found].some((believer) => believer.believes(term));
+export function beliefOf(lease: Lease): boolean | undefined {
+  const { slot, holder, term } = lease;
+  const stores = believers.get(`${slot}\u0000${holder}`);
+  if (stores === undefined) return undefined;
+  const store = storeOfLease.get(lease);
+  if (store === undefined && stores.size > 1) {
+    throw argumentError(
+      RangeError,
+      'lease',
+      `an event this process's candidates emitted (two elections of this process campaign for slot ${slot} as holder ${holder}, and a copy could be either's)`,
+      lease,
+    );
+  }
+  const found = store === undefined ? [...stores.values()][0] : stores.get(store);
+  return found === undefined ? undefined : [...found].some((believer) => believer.believes(term));
 }

@@ -8,7 +8,9 @@ import { Lease } from '../core/leadership-event';
  * `lease` (an `elected` or `renewed` event will do): a synchronous check of its own clock,
  * no database, for right before a side effect that `fenced` cannot cover (an e-mail, an
  * HTTP call). `false` once the tenure ended, and for a lease of no live candidate of this
- * process.
+ * process. An event the library emitted is answered by its own election; a copy, or a lease
+ * written by hand, only while one election of this process campaigns for that slot as that
+ * holder (with two, on two databases say, it throws `RangeError`: pass the event itself).
  *
  * It is more than reading the last event: a process resumed from a pause (a stop, a long
  * garbage collection, a VM frozen) runs the timers that fell due in the order they were set,

@@ -4,10 +4,10 @@ import { Observable, Subscriber, Subscription } from 'rxjs';
 import { ulid } from 'ulid';
 import { Campaign, CampaignObserver } from '../campaign/campaign';
 import { monotonicScheduler } from '../core/monotonic-scheduler';
-import { enrollBeliever, enrollCandidate, Enrolment } from './candidate-registry';
+import { BelieverEnrolment, enrollBeliever, enrollCandidate, Enrolment } from './candidate-registry';
 import { expectAdvertised, LeadershipConfig, resolveLeadershipConfig } from './leadership-config';
 import { beginAll, CandidateRecording } from './instrument';
-import { LeadershipEvent } from '../core/leadership-event';
+import { Lease, LeadershipEvent } from '../core/leadership-event';
 import { LeaseStore } from '../store/lease-store';
 import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 
@@ -64,8 +64,17 @@ export function observeLeadership(db: SqliteDatabaseLike | LeaseStore, config?: 
       return;
     }
     const recording = beginAll(instrument, { slot, holder, ...timing, now: () => scheduler.now() });
-    const campaign = new Campaign(store, slot, holder, timing, recording ? recorded(subscriber, recording) : subscriber, scheduler);
-    const leave = enrollBeliever(slot, holder, campaign);
+    let believer: BelieverEnrolment | undefined;
+    const told = recording ? recorded(subscriber, recording) : subscriber;
+    const campaign = new Campaign(
+      store,
+      slot,
+      holder,
+      timing,
+      marking(told, (lease) => believer?.told(lease)),
+      scheduler,
+    );
+    believer = enrollBeliever(store, slot, holder, campaign);
     // As takeUntil's notifier: its error ends the stream, its completion nothing.
     const steppingDown = stepDown?.subscribe({ next: () => campaign.stepDown(), error: (error: unknown) => subscriber.error(error) });
     const advertising = advertiseThrough(campaign, advertise, (error) => subscriber.error(error));
@@ -76,7 +85,7 @@ export function observeLeadership(db: SqliteDatabaseLike | LeaseStore, config?: 
       advertising?.unsubscribe();
       enrolment.stopping();
       campaign.stop(() => enrolment.left());
-      leave();
+      believer?.leave();
       recording?.end();
     });
     // A notifier that failed at once ended the stream already: nothing to start.
@@ -107,6 +116,19 @@ function advertiseThrough(
     },
     error: fail,
   });
+}
+
+/** What a campaign tells `told`, each lease first marked as its election's (`mark`), for `holdsLease` to ask that election about it. */
+function marking(told: CampaignObserver, mark: (lease: Lease) => void): CampaignObserver {
+  return {
+    next: (event) => {
+      if ('term' in event) mark(event);
+      told.next(event);
+    },
+    error: (error) => told.error(error),
+    answered: () => told.answered?.(),
+    timed: (operation, ms) => told.timed?.(operation, ms),
+  };
 }
 
 /** What a campaign tells `subscriber`, told to the instruments' `recording` first while the subscriber listens. */
