@@ -56,7 +56,7 @@ export class SimChannels {
             else this.send(`word ${word.kind}`, () => other.listeners.deliver(word, 'anywhere'), other.owner);
           }
         },
-        watch: (holder, listener) => listeners.add(holder, listener),
+        watch: (holder, listener) => listeners.add(listener, holder),
         rewatch: () => undefined,
       },
       endpoints: {

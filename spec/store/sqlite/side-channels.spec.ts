@@ -36,7 +36,7 @@ function channelBus() {
         heard.words.push(word.kind);
         for (const connection of connections) connection.deliver(word, connection === words ? 'here' : 'anywhere');
       },
-      watch: (holder, listener) => words.add(holder, listener),
+      watch: (holder, listener) => words.add(listener, holder),
       rewatch: () => undefined,
     };
     return { signals, mailboxes };

@@ -139,15 +139,15 @@ export class PostgresLeaseStore
     { readonly slot: number; readonly holder: string; readonly priority: number; readonly until: number }
   >();
   /** Who hears of handoffs: every candidate of this store, leaders and followers alike, each for its holder. */
-  private readonly handoffListeners = new HandoffListeners(() => this.session.stopIfUnwanted());
+  private readonly handoffListeners = new HandoffListeners({ emptied: () => this.session.stopIfUnwanted() });
   /** The schema being made, or made; unset again if making it failed. */
   private schemaReady: Promise<void> | undefined;
   /** The check that this role may campaign, once one was made and passed (see `checkMayCampaign`). */
   private campaignAllowed: Promise<void> | undefined;
-  private readonly listeners = new ChangeListeners(
-    () => this.session.start(),
-    () => this.session.stopIfUnwanted(),
-  );
+  private readonly listeners = new ChangeListeners({
+    added: () => this.session.start(),
+    emptied: () => this.session.stopIfUnwanted(),
+  });
   /** One statement at a time, on the session that listens when there is one. */
   private readonly session: StoreSession;
   private readonly standby: StandbyLocks;
@@ -327,11 +327,11 @@ export class PostgresLeaseStore
   watchHandoffs(holder: string, listener: (word: HandoffWord, origin: ChangeOrigin) => void): () => void {
     // The session is opened by the next operation (a candidate's first comes at once), after
     // the schema's: then both take the same connection of the pool, one after the other.
-    return this.handoffListeners.add(holder, listener);
+    return this.handoffListeners.add(listener, holder);
   }
 
   /** Releases are reported to every listener; elections and renewals only to those that ask. */
-  watch(listener: (origin: ChangeOrigin, change: LeaseChange) => void, options?: WatchOptions): () => void {
+  watch(listener: (origin: ChangeOrigin, change: LeaseChange) => void, options: WatchOptions = {}): () => void {
     return this.listeners.add(listener, options);
   }
 

@@ -68,7 +68,7 @@ export class HandoffMailboxes {
     const indexes = isRollCallAddress(holder) ? everyMailbox : [mailboxOf(holder)];
     const removers = indexes.map((index) => {
       const box = this.box(index);
-      const remove = box.listeners.add(holder, listener);
+      const remove = box.listeners.add(listener, holder);
       this.watchFile(box);
       return remove;
     });
@@ -87,9 +87,11 @@ export class HandoffMailboxes {
       const emptied: Mailbox = {
         file,
         watcher: undefined,
-        listeners: new HandoffListeners(() => {
-          emptied.watcher?.close();
-          emptied.watcher = undefined;
+        listeners: new HandoffListeners({
+          emptied: () => {
+            emptied.watcher?.close();
+            emptied.watcher = undefined;
+          },
         }),
       };
       this.boxes.set(index, (box = emptied));

@@ -167,10 +167,10 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
   private readonly connection: SqliteConnection;
   /** The connection's statements, shared by every store made on it (see `Prepared`). */
   private readonly prepared: Prepared;
-  private readonly listeners = new ChangeListeners(
-    () => this.startWatching(),
-    () => this.stopWatching(),
-  );
+  private readonly listeners = new ChangeListeners({
+    added: () => this.startWatching(),
+    emptied: () => this.stopWatching(),
+  });
   private watcher: { close(): void } | undefined;
   /** Where releases and elections are signalled to other processes; none for a database in memory. */
   private readonly signalFile: SignalPort | undefined;
@@ -351,7 +351,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
 
   /** Releases, and elections by other processes; never renewals, which need no watching here (see LeaseView). */
   watch(listener: (origin: ChangeOrigin, change: LeaseChange) => void): () => void {
-    return this.listeners.add(listener);
+    return this.listeners.add(listener, {});
   }
 
   isWatching(): boolean {
