@@ -20,6 +20,12 @@ export interface ClockReading {
 }
 
 /**
+ * This process's clock that never jumps, in ms since it started counted from the wall clock
+ * of that moment (so that its readings read as Unix ms): `monotonicScheduler`'s `now()`.
+ */
+export const processNow = (): number => performance.timeOrigin + performance.now();
+
+/**
  * `asyncScheduler`'s timers on a clock that never jumps: milliseconds since the process
  * started, counted from the wall clock of that moment (so that the times in events read as
  * Unix ms). Timers already run on a monotonic clock; this makes `now()` agree with them, so
@@ -27,7 +33,7 @@ export interface ClockReading {
  * a candidate's belief. It is the default of every candidate and observer.
  */
 export const monotonicScheduler: SchedulerLike = {
-  now: () => performance.timeOrigin + performance.now(),
+  now: processNow,
   schedule: asyncScheduler.schedule.bind(asyncScheduler) as SchedulerLike['schedule'],
 };
 
@@ -46,7 +52,7 @@ const hostClock = (() => {
   const offsetMs = offset === null ? 0 : Number(offset[1]) * 1_000 + Number(offset[2]) / 1e6;
   const monotonic = hostMonotonic();
   if (bootId === undefined || monotonic === undefined) {
-    return { name: `process ${ulid()}`, now: () => performance.timeOrigin + performance.now() };
+    return { name: `process ${ulid()}`, now: processNow };
   }
   return { name: `monotonic ${bootId}`, now: () => monotonic() - offsetMs };
 })();

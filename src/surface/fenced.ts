@@ -2,8 +2,8 @@ import { storeOrDatabase } from '../store/given-database';
 import type { Database } from 'better-sqlite3';
 import { SchedulerLike } from 'rxjs';
 import { monotonicScheduler, readClocks } from '../core/monotonic-scheduler';
-import { argumentError, expectInteger, expectObject, expectString } from '../core/argument-check';
-import { MAX_HOLDER_LENGTH } from './leadership-config';
+import { argumentError } from '../core/argument-check';
+import { expectLease } from './leadership-config';
 import { Lease } from '../core/leadership-event';
 import { Fencing, FencingStore } from '../store/lease-store';
 import type { SqliteDatabaseLike } from '../store/sqlite/sqlite-database-like';
@@ -54,10 +54,7 @@ export function fenced<T>(
   scheduler: SchedulerLike = monotonicScheduler,
 ): T | Promise<T> {
   const target = fencingOf(db);
-  expectObject('lease', lease);
-  expectInteger('lease.slot', lease.slot, 0, Number.MAX_SAFE_INTEGER);
-  expectString('lease.holder', lease.holder, MAX_HOLDER_LENGTH);
-  expectInteger('lease.term', lease.term, 1, Number.MAX_SAFE_INTEGER);
+  expectLease(lease);
   if (typeof work !== 'function') throw argumentError(TypeError, 'work', 'a function', work);
   if ('fencing' in target) return target.fencing.fenced(lease, work as (client: unknown) => Promise<T>);
   return sqliteLeaseStore(target.database).fencedSync(lease, () => readClocks(scheduler), work);

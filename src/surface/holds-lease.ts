@@ -1,6 +1,5 @@
 import { beliefOf } from './candidate-registry';
-import { expectInteger, expectObject, expectString } from '../core/argument-check';
-import { MAX_HOLDER_LENGTH } from './leadership-config';
+import { expectLease } from './leadership-config';
 import { Lease } from '../core/leadership-event';
 
 /**
@@ -32,9 +31,6 @@ import { Lease } from '../core/leadership-event';
  * ```
  */
 export function holdsLease(lease: Lease): boolean {
-  expectObject('lease', lease);
-  expectInteger('lease.slot', lease.slot, 0, Number.MAX_SAFE_INTEGER);
-  expectString('lease.holder', lease.holder, MAX_HOLDER_LENGTH);
-  expectInteger('lease.term', lease.term, 1, Number.MAX_SAFE_INTEGER);
+  expectLease(lease);
   return beliefOf(lease) === true;
 }

@@ -1,7 +1,7 @@
 import type { LeadershipError } from '../core/leadership-error';
 import type { LeadershipEvent } from '../core/leadership-event';
 import type { LeaderState } from './leader-state';
-import { performance } from 'node:perf_hooks';
+import { processNow } from '../core/monotonic-scheduler';
 import { argumentError } from '../core/argument-check';
 
 /** What an instrument records of one subscription: each value it emits, each call's answer or failure, then its end. */
@@ -43,7 +43,7 @@ export interface InstrumentedCandidate {
 
 /** The default scheduler's clock (see `monotonicScheduler`), for a candidate that came without its own. */
 export function candidateClock(candidate: InstrumentedCandidate): () => number {
-  return candidate.now ?? (() => performance.timeOrigin + performance.now());
+  return candidate.now ?? processNow;
 }
 
 /** What an instrument of `observeLeadership` records: the events a candidate emits, and how long its calls took. */

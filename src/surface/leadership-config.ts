@@ -1,6 +1,7 @@
 import { isObservable, Observable, SchedulerLike } from 'rxjs';
 import { expectInstrument, LeadershipInstrument } from './instrument';
-import { argumentError, expectConfig, expectInteger, expectScheduler, expectString, MAX_DELAY } from '../core/argument-check';
+import { argumentError, expectConfig, expectInteger, expectObject, expectScheduler, expectString, MAX_DELAY } from '../core/argument-check';
+import type { Lease } from '../core/leadership-event';
 
 /** Options of {@link observeLeadership}. Every duration is in milliseconds. */
 export interface LeadershipConfig {
@@ -142,6 +143,14 @@ export interface ResolvedLeadershipConfig {
 }
 
 export const MAX_HOLDER_LENGTH = 256;
+
+/** Checks a lease given to `fenced` or `holdsLease`: an object with the slot, holder and term an event carries. */
+export function expectLease(lease: Lease): void {
+  expectObject('lease', lease);
+  expectInteger('lease.slot', lease.slot, 0, Number.MAX_SAFE_INTEGER);
+  expectString('lease.holder', lease.holder, MAX_HOLDER_LENGTH);
+  expectInteger('lease.term', lease.term, 1, Number.MAX_SAFE_INTEGER);
+}
 /** The highest priority: whole numbers are compared exactly by every store. */
 const MAX_PRIORITY = 1_000_000;
 /** The longest value a candidate may advertise, in characters: room for any URL a follower needs. */
