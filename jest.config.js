@@ -13,11 +13,13 @@ const unit = [
   'spec/chaos/history.spec.ts',
   'spec/fenced.spec.ts',
   'spec/health.spec.ts',
+  'spec/holds-lease.spec.ts',
   'spec/layers.spec.ts',
   'spec/leadership-config.spec.ts',
   'spec/metrics.spec.ts',
   'spec/observe-leadership.spec.ts',
   'spec/operators/**/*.spec.ts',
+  'spec/pacing/**/*.spec.ts',
   'spec/roll-call.spec.ts',
   'spec/sim/simulator.spec.ts',
 ];

@@ -2,8 +2,8 @@ import type { SchedulerLike } from 'rxjs';
 import type { ElectedEvent, Lease, LeadershipEvent, RenewedEvent } from '../core/leadership-event';
 import type { ClockReading, LeaseRecord, LeaseStore, StoreCapabilities } from '../store/lease-store';
 import type { Following, Leading, Phase } from './campaign-phase';
-import type { LockRetry } from './lock-retry';
-import type { OneInFlight } from './one-in-flight';
+import type { LockRetry } from '../pacing/lock-retry';
+import type { OneInFlight } from '../pacing/one-in-flight';
 
 /** The durations that drive a campaign, in milliseconds (see `LeadershipConfig`). */
 export interface CampaignTiming {

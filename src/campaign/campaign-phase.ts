@@ -1,6 +1,6 @@
 import type { Lease } from '../core/leadership-event';
 import type { TenureWatch } from '../store/lease-store';
-import { LeaseObservation } from './lease-observation';
+import { LeaseObservation } from '../pacing/lease-observation';
 
 /**
  * The phase a campaign is in. Each phase holds only what is true in it, so that a follower's

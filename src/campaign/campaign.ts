@@ -13,8 +13,8 @@ import type { CampaignContext, CampaignTiming } from './campaign-context';
 import { following, Following, Leading, Phase, standsBy } from './campaign-phase';
 import { FollowerSteps } from './follower-steps';
 import { LeaderSteps } from './leader-steps';
-import { LockRetry } from './lock-retry';
-import { OneInFlight } from './one-in-flight';
+import { LockRetry } from '../pacing/lock-retry';
+import { OneInFlight } from '../pacing/one-in-flight';
 
 export type { CampaignTiming };
 

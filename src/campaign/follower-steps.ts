@@ -4,7 +4,7 @@ import { stands } from '../store/lease-check';
 import { AcquireResult, ChangeOrigin, LeaseChange, LeaseRecord, LockTaken, sameTenure } from '../store/lease-store';
 import type { CampaignContext } from './campaign-context';
 import type { Following, Leading } from './campaign-phase';
-import { LockRetry } from './lock-retry';
+import { LockRetry } from '../pacing/lock-retry';
 
 /**
  * How many followers of a slot stand by: they watch for releases and take the slot within

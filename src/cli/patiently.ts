@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { LockRetry } from '../campaign/lock-retry';
+import { LockRetry } from '../pacing/lock-retry';
 import type { Eventually } from '../core/eventually';
 
 /**

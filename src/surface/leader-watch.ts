@@ -1,7 +1,7 @@
 import { Subscriber, SchedulerLike, Subscription } from 'rxjs';
-import { LeaseObservation } from '../campaign/lease-observation';
-import { LockRetry } from '../campaign/lock-retry';
-import { OneInFlight } from '../campaign/one-in-flight';
+import { LeaseObservation } from '../pacing/lease-observation';
+import { LockRetry } from '../pacing/lock-retry';
+import { OneInFlight } from '../pacing/one-in-flight';
 import { LeadershipError } from '../core/leadership-error';
 import { readClocks } from '../core/monotonic-scheduler';
 import { stands } from '../store/lease-check';

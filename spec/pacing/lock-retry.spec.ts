@@ -1,4 +1,4 @@
-import { LockRetry } from '../../src/campaign/lock-retry';
+import { LockRetry } from '../../src/pacing/lock-retry';
 
 describe('LockRetry', () => {
   it('draws each step within a width that doubles from 2 to 32 ms', () => {
