@@ -29,6 +29,22 @@ describe('fenced', () => {
     expect(jobs()).toEqual(['one']);
   });
 
+  it("is the store's fencing capability, as PostgreSQL's is: a store of the connection fences as the connection does", () => {
+    const fencing = sqliteLeaseStore(db).capabilities.fencing;
+    expect(
+      fencing?.fenced(
+        held,
+        () => (addJob('one')(), 'done'),
+        () => at(0),
+      ),
+    ).toBe('done');
+    expect(fenced(sqliteLeaseStore(db) as never, held, addJob('two'), scheduler)).toEqual({ changes: 1, lastInsertRowid: 2 });
+    expect(() => fencing?.fenced({ ...held, term: 2 }, addJob('three'), () => at(0))).toThrow(
+      expect.objectContaining({ code: 'LEASE_LOST' }),
+    );
+    expect(jobs()).toEqual(['one', 'two']);
+  });
+
   it('accepts an elected or renewed event as the lease', () => {
     const event = { type: 'elected' as const, ...held, expiresAt: 30 };
     fenced(db, event, addJob('one'), scheduler);

@@ -402,10 +402,17 @@ export interface TenureProof {
   endTenure(lease: Lease): void;
 }
 
-/** The `fencing` capability of a store whose fenced work is asynchronous and gets a client: PostgreSQL's. */
+/**
+ * The `fencing` capability: `work` in one transaction that first checks that a lease still
+ * holds (see `fenced`). SQLite's runs at once, its `work` synchronous and given no client;
+ * PostgreSQL's answers later, its `work` given a client of the pool.
+ */
 export interface Fencing<Client> {
-  /** Runs `work` in one transaction that first checks that `lease` still holds (see `fenced`). */
-  fenced<T>(lease: Lease, work: (client: Client) => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` in one transaction that first checks that `lease` still holds at `now()`,
+   * read once the transaction holds its lock (a store whose server keeps the time reads its own).
+   */
+  fenced<T>(lease: Lease, work: (client: Client) => Eventually<T>, now: () => ClockReading): Eventually<T>;
 }
 
 /** A lease store with the `fencing` capability, whose work gets a `Client`. */

@@ -1,5 +1,4 @@
-import { storeOrDatabase } from '../store/given-database';
-import type { Database } from 'better-sqlite3';
+import { leaseStoreOf } from '../store/given-database';
 import { SchedulerLike } from 'rxjs';
 import { monotonicScheduler, readClocks } from '../core/monotonic-scheduler';
 import { argumentError } from '../core/argument-check';
@@ -7,7 +6,6 @@ import { expectLease } from './leadership-config';
 import { Lease } from '../core/leadership-event';
 import { Fencing, FencingStore } from '../store/lease-store';
 import type { SqliteDatabaseLike } from '../store/sqlite/sqlite-database-like';
-import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 
 /**
  * Runs `work` only if `lease` still holds, and commits its writes together with that proof.
@@ -53,22 +51,18 @@ export function fenced<T>(
   work: (client?: unknown) => T,
   scheduler: SchedulerLike = monotonicScheduler,
 ): T | Promise<T> {
-  const target = fencingOf(db);
+  const fencing = fencingOf(db);
   expectLease(lease);
   if (typeof work !== 'function') throw argumentError(TypeError, 'work', 'a function', work);
-  if ('fencing' in target) return target.fencing.fenced(lease, work as (client: unknown) => Promise<T>);
-  return sqliteLeaseStore(target.database).fencedSync(lease, () => readClocks(scheduler), work);
+  return fencing.fenced(lease, work, () => readClocks(scheduler)) as T | Promise<T>;
 }
 
-/** The SQLite connection to fence on (as better-sqlite3's), or the store's fencing; a store without it cannot fence. */
-function fencingOf(db: unknown): { readonly database: Database } | { readonly fencing: Fencing<unknown> } {
-  // One look at `db` per call: `fenced` runs at every tick of a leader's job.
-  const given = storeOrDatabase('db', db, 'store');
-  if ('database' in given) return given;
-  const fencing = given.store.capabilities?.fencing;
+/** The fencing of `db`'s store (a SQLite connection's is its store's); a store without it cannot fence. */
+function fencingOf(db: unknown): Fencing<unknown> {
+  const fencing = leaseStoreOf('db', db, 'store').capabilities?.fencing;
   if (fencing === undefined)
     throw new TypeError(
       'Expected `db` to be a SQLite database or a lease store that can fence, got a store without the fencing capability',
     );
-  return { fencing };
+  return fencing;
 }

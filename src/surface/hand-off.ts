@@ -2,10 +2,9 @@ import { first, Subscription, toArray } from 'rxjs';
 import { expectConfig, expectInteger, expectString, MAX_DELAY } from '../core/argument-check';
 import { LeadershipError } from '../core/leadership-error';
 import type { Lease } from '../core/leadership-event';
-import { storeOrDatabase } from '../store/given-database';
+import { leaseStoreOf } from '../store/given-database';
 import { everybody, type HandoffWord, type Handoffs, type LeaseReader, type StoreCapabilities } from '../store/lease-store';
 import type { SqliteDatabaseLike } from '../store/sqlite/sqlite-database-like';
-import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 import type { LeaderState } from './leader-state';
 import { MAX_HOLDER_LENGTH } from './leadership-config';
 import { observeLeader } from './observe-leader';
@@ -74,13 +73,12 @@ const knownOptions = ['slot', 'to', 'within'];
  * ```
  */
 export function handOff(db: SqliteDatabaseLike | LeaseReader, options: HandOffOptions = {}): Promise<HandOffResult> {
-  const given = storeOrDatabase('db', db, 'reader');
+  const store = leaseStoreOf('db', db, 'reader');
   expectConfig(options, knownOptions);
   const { slot = 0, to, within = 10_000 } = options;
   expectInteger('slot', slot, 0, Number.MAX_SAFE_INTEGER);
   if (to !== undefined) expectString('to', to, MAX_HOLDER_LENGTH);
   expectInteger('within', within, 1, MAX_DELAY);
-  const store = 'store' in given ? given.store : sqliteLeaseStore(given.database);
   const handoffs = (store.capabilities as StoreCapabilities | undefined)?.handoffs;
   if (handoffs === undefined)
     throw new TypeError('Expected `db` to be a store that can hand off (`capabilities.handoffs`), got one without');

@@ -1,4 +1,4 @@
-import { storeOrDatabase } from '../store/given-database';
+import { leaseStoreOf } from '../store/given-database';
 import type { SqliteDatabaseLike } from '../store/sqlite/sqlite-database-like';
 import { Observable, SchedulerLike } from 'rxjs';
 import { expectConfig, expectInteger, expectScheduler, MAX_DELAY } from '../core/argument-check';
@@ -7,7 +7,6 @@ import type { LeaderState } from './leader-state';
 import { monotonicScheduler } from '../core/monotonic-scheduler';
 import type { LeaseReader } from '../store/lease-store';
 import { LeaderWatch } from './leader-watch';
-import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 
 /** Options of `observeLeader`. */
 export interface ObserveLeaderConfig {
@@ -61,7 +60,7 @@ const knownOptions = ['slot', 'pollEvery', 'scheduler', 'instrument'];
  * ```
  */
 export function observeLeader(db: SqliteDatabaseLike | LeaseReader, config: ObserveLeaderConfig = {}): Observable<LeaderState> {
-  const given = storeOrDatabase('db', db, 'reader');
+  const store = leaseStoreOf('db', db, 'reader');
   expectConfig(config, knownOptions);
   const { slot = 0, pollEvery = 1_000, scheduler = monotonicScheduler, instrument } = config;
   expectInteger('slot', slot, 0, Number.MAX_SAFE_INTEGER);
@@ -70,7 +69,6 @@ export function observeLeader(db: SqliteDatabaseLike | LeaseReader, config: Obse
   expectInstrument(instrument, 'observeLeader');
 
   return new Observable<LeaderState>((subscriber) => {
-    const store = 'store' in given ? given.store : sqliteLeaseStore(given.database);
     const recording = beginAll(instrument, { slot, pollEvery, now: () => scheduler.now() });
     const watch = new LeaderWatch({ store, slot, pollEvery, scheduler, recording }, subscriber);
     watch.start();

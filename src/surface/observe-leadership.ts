@@ -1,4 +1,4 @@
-import { storeOrDatabase } from '../store/given-database';
+import { leaseStoreOf } from '../store/given-database';
 import type { SqliteDatabaseLike } from '../store/sqlite/sqlite-database-like';
 import { Observable, Subscriber, Subscription } from 'rxjs';
 import { ulid } from 'ulid';
@@ -9,7 +9,6 @@ import { expectAdvertised, LeadershipConfig, resolveLeadershipConfig } from './l
 import { beginAll, CandidateRecording } from './instrument';
 import { Lease, LeadershipEvent } from '../core/leadership-event';
 import { LeaseStore } from '../store/lease-store';
-import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
 
 /**
  * Campaigns for leadership of a slot in a shared SQLite database (a better-sqlite3
@@ -42,8 +41,7 @@ import { sqliteLeaseStore } from '../store/sqlite/sqlite-lease-store';
  * ```
  */
 export function observeLeadership(db: SqliteDatabaseLike | LeaseStore, config?: LeadershipConfig): Observable<LeadershipEvent> {
-  const given = storeOrDatabase('db', db, 'store');
-  const store = 'store' in given ? given.store : sqliteLeaseStore(given.database);
+  const store = leaseStoreOf('db', db, 'store');
   const {
     slot,
     holder: fixedHolder,

@@ -1,3 +1,4 @@
+import type { Eventually } from '../../core/eventually';
 import type { Pool, PoolClient, QueryResultRow } from 'pg';
 import { Lease } from '../../core/leadership-event';
 import { checkLease } from '../lease-check';
@@ -378,7 +379,7 @@ export class PostgresLeaseStore
    * end, the server ends its session (`idle_in_transaction_session_timeout`), which rolls it
    * back and lets the next leader in.
    */
-  async fenced<T>(lease: Lease, work: (client: PoolClient) => Promise<T>): Promise<T> {
+  async fenced<T>(lease: Lease, work: (client: PoolClient) => Eventually<T>): Promise<T> {
     // Errors of the user's work pass through untouched; only the library's own are translated.
     let inWork = false;
     try {

@@ -161,8 +161,15 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
   readonly clock = 'candidate';
   /** The original worker's table. */
   readonly tableName = 'worker_leadership';
-  /** Releases signalled through a file, standby places and priorities in tables, tenures proven over by their endpoints, handoffs by a file of words. */
-  readonly capabilities: StoreCapabilities = { changes: this, standby: this, tenureProof: this, handoffs: this, priorities: this };
+  /** Releases signalled through a file, standby places and priorities in tables, tenures proven over by their endpoints, fencing in one of its transactions, handoffs by a file of words. */
+  readonly capabilities: StoreCapabilities = {
+    changes: this,
+    standby: this,
+    tenureProof: this,
+    fencing: { fenced: (lease, work, now) => this.fencedSync(lease, now, () => work(undefined)) },
+    handoffs: this,
+    priorities: this,
+  };
   /** The connection, checked before each operation, used without the busy wait. */
   private readonly connection: SqliteConnection;
   /** The connection's statements, shared by every store made on it (see `Prepared`). */
