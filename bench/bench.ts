@@ -571,69 +571,99 @@ async function simulatorScenario(seconds: number, log: (line: string) => void, m
   };
 }
 
+/** A figure as the tables show it: whole above 100, one decimal above 1, three below. */
+function format(value: number): string {
+  return value >= 100 ? value.toFixed(0) : value >= 1 ? value.toFixed(1) : value.toFixed(3);
+}
+
+/** A distribution as the tables show it: p50 / p99 / p99.9 / worst. */
+function both(d: Distribution | undefined): string {
+  return d ? `${format(d.p50)} / ${format(d.p99)} / ${format(d.p999)} / ${format(d.worst)} ms` : '';
+}
+
 /** Prints the run's tables: failover and costs beside the original worker's, then what idle clusters cost. */
 function printResults(results: BenchResults, log: (line: string) => void): void {
-  const { comparisons, postgres, fleet: fleetResult, statements, crashes, locked, idle, drivers, config: size } = results;
-  const busyErrors = results.busyErrorsDuringScaleHandoffs;
-  const format = (value: number) => (value >= 100 ? value.toFixed(0) : value >= 1 ? value.toFixed(1) : value.toFixed(3));
-  const both = (d: Distribution | undefined) =>
-    d ? `${format(d.p50)} / ${format(d.p99)} / ${format(d.p999)} / ${format(d.worst)} ms` : '';
-  const rows = [
-    ['scenario', 'ours p50 / p99 / p99.9 / worst', 'original p50 / p99 / p99.9 / worst', 'original / ours (p50)'],
-    ...comparisons.map((c) => [
-      c.scenario,
-      both(c.ours),
-      both(c.original),
-      c.original && c.ours.p50 > 0 ? `${format(c.original.p50 / c.ours.p50)}x` : '',
-    ]),
-  ];
-  if (postgres) {
-    rows.push(
-      [`on ${postgres.server}: graceful handoff, ${size.processes} processes`, both(postgres.handoff), '', ''],
-      [`on ${postgres.server}: handoff to a named successor, ${size.processes} processes`, both(postgres.namedHandoff), '', ''],
-      [`on ${postgres.server}: crash takeover, expiresAfter ${shortLease.expiresAfter} ms`, both(postgres.takeover), '', ''],
-      ['  of which past the lease expiry', both(postgres.takeoverPastExpiry), '', ''],
-      [`on ${postgres.server}: a fresh candidate facing a dead leader's row, from its start`, both(postgres.coldStart), '', ''],
-      ...poolModes.map((mode) => [
-        `through PgBouncer, ${mode} mode: graceful handoff, ${size.processes} processes`,
-        both(postgres!.pgbouncer[mode]),
+  printTable(
+    [
+      ['scenario', 'ours p50 / p99 / p99.9 / worst', 'original p50 / p99 / p99.9 / worst', 'original / ours (p50)'],
+      ...results.comparisons.map((c) => [
+        c.scenario,
+        both(c.ours),
+        both(c.original),
+        c.original && c.ours.p50 > 0 ? `${format(c.original.p50 / c.ours.p50)}x` : '',
+      ]),
+      ...postgresRows(results),
+      ...fleetRows(results),
+      ...statementRows(results),
+      ...missRows(results),
+      ...crashRows(results),
+      ...lockedRows(results),
+      ...Object.entries(results.busyErrorsDuringScaleHandoffs).map(([kind, errors]) => [
+        `error events, ${results.config.scaleProcesses}-process handoffs, ${kind}`,
+        `${errors}`,
         '',
         '',
       ]),
-    );
-  }
-  if (fleetResult) {
-    const { hosts, processes, idle, handoffConnections: peak } = fleetResult;
-    const on = `${processes} processes on ${hosts} hosts, max_connections ${fleetResult.maxConnections}`;
-    rows.push(
-      [`fleet (${on}): graceful handoff`, both(fleetResult.handoff), '', ''],
-      [`fleet: handoff to a named successor`, both(fleetResult.namedHandoff), '', ''],
-      [`fleet: crash takeover, expiresAfter ${fleetResult.takeoverLease} ms`, both(fleetResult.takeover), '', ''],
-      ['  of which past the lease expiry', both(fleetResult.takeoverPastExpiry), '', ''],
-      [
-        `fleet: connections idle ${idle.seconds} s, all workers / most by one process / server`,
-        `${idle.connections.total} / ${idle.connections.perProcess} / ${idle.connections.server}`,
-        '',
-        '',
-      ],
-      [
-        'fleet: connections during handoffs, all workers / most by one process / server',
-        `${peak.total} / ${peak.perProcess} / ${peak.server}`,
-        '',
-        '',
-      ],
-      [
-        `fleet: idle elections, lost, errors; errors over the handoff run; overlapping beliefs`,
-        `${idle.elections}, ${idle.lost}, ${idle.errors}; ${fleetResult.errors}; ${fleetResult.overlaps}`,
-        '',
-        '',
-      ],
-    );
-  }
-  for (const [journal, costs] of Object.entries(statements) as Array<[JournalMode, StatementCosts]>) {
+      ...simulatorRows(results),
+    ],
+    log,
+  );
+  printIdle(results.idle, log);
+  printDrivers(results.drivers, log);
+}
+
+function postgresRows({ postgres, config: size }: BenchResults): string[][] {
+  if (!postgres) return [];
+  return [
+    [`on ${postgres.server}: graceful handoff, ${size.processes} processes`, both(postgres.handoff), '', ''],
+    [`on ${postgres.server}: handoff to a named successor, ${size.processes} processes`, both(postgres.namedHandoff), '', ''],
+    [`on ${postgres.server}: crash takeover, expiresAfter ${shortLease.expiresAfter} ms`, both(postgres.takeover), '', ''],
+    ['  of which past the lease expiry', both(postgres.takeoverPastExpiry), '', ''],
+    [`on ${postgres.server}: a fresh candidate facing a dead leader's row, from its start`, both(postgres.coldStart), '', ''],
+    ...poolModes.map((mode) => [
+      `through PgBouncer, ${mode} mode: graceful handoff, ${size.processes} processes`,
+      both(postgres.pgbouncer[mode]),
+      '',
+      '',
+    ]),
+  ];
+}
+
+function fleetRows({ fleet: fleetResult }: BenchResults): string[][] {
+  if (!fleetResult) return [];
+  const { hosts, processes, idle, handoffConnections: peak } = fleetResult;
+  const on = `${processes} processes on ${hosts} hosts, max_connections ${fleetResult.maxConnections}`;
+  return [
+    [`fleet (${on}): graceful handoff`, both(fleetResult.handoff), '', ''],
+    [`fleet: handoff to a named successor`, both(fleetResult.namedHandoff), '', ''],
+    [`fleet: crash takeover, expiresAfter ${fleetResult.takeoverLease} ms`, both(fleetResult.takeover), '', ''],
+    ['  of which past the lease expiry', both(fleetResult.takeoverPastExpiry), '', ''],
+    [
+      `fleet: connections idle ${idle.seconds} s, all workers / most by one process / server`,
+      `${idle.connections.total} / ${idle.connections.perProcess} / ${idle.connections.server}`,
+      '',
+      '',
+    ],
+    [
+      'fleet: connections during handoffs, all workers / most by one process / server',
+      `${peak.total} / ${peak.perProcess} / ${peak.server}`,
+      '',
+      '',
+    ],
+    [
+      `fleet: idle elections, lost, errors; errors over the handoff run; overlapping beliefs`,
+      `${idle.elections}, ${idle.lost}, ${idle.errors}; ${fleetResult.errors}; ${fleetResult.overlaps}`,
+      '',
+      '',
+    ],
+  ];
+}
+
+function statementRows({ statements }: BenchResults): string[][] {
+  return (Object.entries(statements) as Array<[JournalMode, StatementCosts]>).flatMap(([journal, costs]) => {
     const worst = (side: 'ours' | 'original', measure: 'p99Millis' | 'p999Millis' | 'worstMillis') =>
       format(Math.max(...Object.values(costs[side]).map((s) => s[measure])));
-    rows.push(
+    return [
       [
         `[${journal}] renew; follower attempt (µs, mean)`,
         `${format(costs.ours.renew.meanMicros)}; ${format(costs.ours.followerAttempt.meanMicros)}`,
@@ -647,19 +677,24 @@ function printResults(results: BenchResults, log: (line: string) => void): void 
         `${worst('original', 'p99Millis')} / ${worst('original', 'p999Millis')} / ${worst('original', 'worstMillis')}`,
         '',
       ],
-    );
-  }
+    ];
+  });
+}
+
+function missRows({ namedHandoffMisses, postgres, fleet }: BenchResults): string[][] {
   const misses = [
-    ...Object.values(results.namedHandoffMisses),
+    ...Object.values(namedHandoffMisses),
     ...(postgres ? [postgres.namedHandoffMisses] : []),
-    ...(fleetResult ? [fleetResult.namedHandoffMisses] : []),
+    ...(fleet ? [fleet.namedHandoffMisses] : []),
   ];
-  if (misses.length > 0) {
-    rows.push(['handoffs to a named successor that another candidate won, all runs', `${misses.reduce((a, b) => a + b, 0)}`, '', '']);
-  }
-  for (const [journal, crash] of Object.entries(crashes)) {
+  if (misses.length === 0) return [];
+  return [['handoffs to a named successor that another candidate won, all runs', `${misses.reduce((a, b) => a + b, 0)}`, '', '']];
+}
+
+function crashRows({ crashes }: BenchResults): string[][] {
+  return Object.entries(crashes).flatMap(([journal, crash]) => {
     const { stopped } = crash;
-    rows.push(
+    return [
       [`[${journal}] crash and stop trials: tenures that believed they led at once`, `${crash.overlaps}`, '', ''],
       [
         `[${journal}] leader stopped (SIGSTOP) ${stopped.pause} ms: elected before its expiry; past it; lost after SIGCONT`,
@@ -667,11 +702,14 @@ function printResults(results: BenchResults, log: (line: string) => void): void 
         '',
         '',
       ],
-    );
-  }
-  for (const [journal, run] of Object.entries(locked) as Array<[JournalMode, LockedRun]>) {
+    ];
+  });
+}
+
+function lockedRows({ locked }: BenchResults): string[][] {
+  return (Object.entries(locked) as Array<[JournalMode, LockedRun]>).flatMap(([journal, run]) => {
     const of = `[${journal}] file locked ${run.lockFor / 1000} s by another connection (${run.trials} trials, ${run.processes} processes)`;
-    rows.push(
+    return [
       [
         `${of}: event-loop delay, leader; followers (ms, worst)`,
         `${format(run.loopDelay.leader)}; ${format(run.loopDelay.followers)}`,
@@ -695,66 +733,71 @@ function printResults(results: BenchResults, log: (line: string) => void): void 
         '',
       ],
       [`${of}: elected while locked; overlapping beliefs`, `${run.electedWhileLocked}; ${run.overlaps}`, '', ''],
-    );
-  }
-  for (const [kind, errors] of Object.entries(busyErrors))
-    rows.push([`error events, ${size.scaleProcesses}-process handoffs, ${kind}`, `${errors}`, '', '']);
+    ];
+  });
+}
+
+function simulatorRows(results: BenchResults): string[][] {
   const simulators = [
     ['simulator (npm run simulate)', results.simulator],
     ['simulator on PostgreSQL (-- --postgres)', results.simulatorOnPostgres],
   ] as const;
-  for (const [name, simulator] of simulators) {
-    if (simulator === undefined) continue;
+  return simulators.flatMap(([name, simulator]) => {
+    if (simulator === undefined) return [];
     const { seconds, threads, failovers, faults, violations, failoversPerSecond, failoversPerSecondPerCore: perCore } = simulator;
-    rows.push([
-      `${name}, ${seconds} s on ${threads} threads: failovers/s (of one core); failovers, faults, violations`,
-      `${failoversPerSecond}/s (${perCore}/s); ${failovers}, ${faults}, ${violations}`,
-      '',
-      '',
-    ]);
-  }
-  printTable(rows, log);
+    return [
+      [
+        `${name}, ${seconds} s on ${threads} threads: failovers/s (of one core); failovers, faults, violations`,
+        `${failoversPerSecond}/s (${perCore}/s); ${failovers}, ${faults}, ${violations}`,
+        '',
+        '',
+      ],
+    ];
+  });
+}
 
-  if (idle.length > 0) {
-    const percent = (value: number) => (Number.isNaN(value) ? '-' : `${value.toFixed(3)} %`);
-    log('');
-    printTable(
+function printIdle(idle: BenchResults['idle'], log: (line: string) => void): void {
+  if (idle.length === 0) return;
+  const percent = (value: number) => (Number.isNaN(value) ? '-' : `${value.toFixed(3)} %`);
+  log('');
+  printTable(
+    [
+      ['idle, % of a core', 'processes', 'leader', 'standby (mean / max)', 'polling (mean / max)', 'elections, lost, errors'],
+      ...idle.map((run) => [
+        `[${run.journal}] ${run.kind === 'original' ? 'original' : 'ours'}${run.appRowsPerSecond ? `, app writing ${run.appRowsPerSecond} rows/s` : ''}`,
+        `${run.processes}`,
+        percent(run.leader),
+        `${percent(run.standby.mean)} / ${percent(run.standby.max)}`,
+        `${percent(run.polling.mean)} / ${percent(run.polling.max)}`,
+        `${run.elections}, ${run.lost}, ${run.errors}`,
+      ]),
+    ],
+    log,
+  );
+}
+
+function printDrivers(drivers: BenchResults['drivers'], log: (line: string) => void): void {
+  if (drivers.length === 0) return;
+  log('');
+  printTable(
+    [
       [
-        ['idle, % of a core', 'processes', 'leader', 'standby (mean / max)', 'polling (mean / max)', 'elections, lost, errors'],
-        ...idle.map((run) => [
-          `[${run.journal}] ${run.kind === 'original' ? 'original' : 'ours'}${run.appRowsPerSecond ? `, app writing ${run.appRowsPerSecond} rows/s` : ''}`,
-          `${run.processes}`,
-          percent(run.leader),
-          `${percent(run.standby.mean)} / ${percent(run.standby.max)}`,
-          `${percent(run.polling.mean)} / ${percent(run.polling.max)}`,
-          `${run.elections}, ${run.lost}, ${run.errors}`,
-        ]),
+        'driver [journal], runtime',
+        'handoff p50 / p99 / p99.9 / worst',
+        'crash takeover p50 / p99 / worst',
+        'idle leader; standby (max)',
+        'overlaps',
       ],
-      log,
-    );
-  }
-  if (drivers.length > 0) {
-    log('');
-    printTable(
-      [
-        [
-          'driver [journal], runtime',
-          'handoff p50 / p99 / p99.9 / worst',
-          'crash takeover p50 / p99 / worst',
-          'idle leader; standby (max)',
-          'overlaps',
-        ],
-        ...drivers.map((run) => [
-          `${run.driver} [${run.journal}], ${run.runtime}`,
-          both(run.handoff),
-          `${format(run.takeover.p50)} / ${format(run.takeover.p99)} / ${format(run.takeover.worst)} ms`,
-          `${run.idle.leader.toFixed(3)} %; ${run.idle.standby.max.toFixed(3)} %`,
-          `${run.overlaps}`,
-        ]),
-      ],
-      log,
-    );
-  }
+      ...drivers.map((run) => [
+        `${run.driver} [${run.journal}], ${run.runtime}`,
+        both(run.handoff),
+        `${format(run.takeover.p50)} / ${format(run.takeover.p99)} / ${format(run.takeover.worst)} ms`,
+        `${run.idle.leader.toFixed(3)} %; ${run.idle.standby.max.toFixed(3)} %`,
+        `${run.overlaps}`,
+      ]),
+    ],
+    log,
+  );
 }
 
 function printTable(rows: string[][], log: (line: string) => void): void {

@@ -71,27 +71,51 @@ interface Tenure {
  */
 export function checkHistory(given: ChaosHistory, { slack = 1_000 }: CheckOptions = {}): CheckResult {
   const history = onMonotonicClock(given);
-  const { records, faults, ledger, timing } = history;
+  const { records, faults, ledger } = history;
   const segments = beliefSegments(records);
   const tenures = tenuresOf(records);
   const violations: Violation[] = [];
-  const flag = (check: CheckName, detail: string) => violations.push({ check, detail });
+  const flag: Flag = (check, detail) => violations.push({ check, detail });
 
   for (const [a, b] of overlappingBeliefs(segments)) {
     flag('overlap', `slot ${a.slot}: ${describe(a)} and ${describe(b)} both believed they led`);
   }
+  checkTermOrder(tenures, flag);
+  checkLedger(ledger, tenures, flag);
+  const pauseNotice = checkPauses(history, tenures, flag);
+  const stepDown = checkStepDowns(history, flag);
+  checkFinal(history, given.final.at, flag);
+  const outcomes = checkLiveness(history, segments, slack, flag);
+  checkClockSteps(history, flag);
+  return {
+    violations,
+    outcomes,
+    pauseNotice,
+    stepDown,
+    counts: { records: records.length, tenures: tenures.length, ledgerRows: ledger.length, faults: faults.length },
+  };
+}
 
+/** Records a violation of `check`. */
+type Flag = (check: CheckName, detail: string) => void;
+
+type Tenures = ReturnType<typeof tenuresOf>;
+
+/** 2. Each slot's terms strictly increase. */
+function checkTermOrder(tenures: Tenures, flag: Flag): void {
   for (const [slot, slotTenures] of groupBy(tenures, (t) => t.slot)) {
     const terms = slotTenures.filter((t) => t.term !== undefined).map((t) => t.term!);
     terms.slice(1).forEach((term, i) => {
       if (term <= terms[i]) flag('term-order', `slot ${slot}: term ${term} came after term ${terms[i]}`);
     });
   }
+}
 
+/** 3. Ledger rows in commit order never go back in term, each written inside its tenure; none of a transaction that was killed. */
+function checkLedger(ledger: ChaosHistory['ledger'], tenures: Tenures, flag: Flag): void {
   for (const row of ledger.filter((r) => r.seq === uncommittedSeq)) {
     flag('ledger', `slot ${row.slot}: row ${row.id} was committed, although its process was killed inside the transaction`);
   }
-
   for (const [slot, rows] of groupBy(ledger, (row) => row.slot)) {
     const slotTenures = tenures.filter((t) => t.slot === slot);
     rows.forEach((row, i) => {
@@ -106,7 +130,10 @@ export function checkHistory(given: ChaosHistory, { slack = 1_000 }: CheckOption
       }
     });
   }
+}
 
+/** 4. A leader paused while another took its slot never renews that tenure afterwards; returns how soon each noticed (`lost`). */
+function checkPauses({ records, faults }: ChaosHistory, tenures: Tenures, flag: Flag): number[] {
   const pauseNotice: number[] = [];
   for (const fault of faults.filter((f) => f.kind === 'pause' && f.holder !== undefined && f.until !== undefined)) {
     const before = records.filter((r) => r.pid === fault.pid && r.slot === fault.slot && r.type === 'elected' && r.at <= fault.at).at(-1);
@@ -128,7 +155,11 @@ export function checkHistory(given: ChaosHistory, { slack = 1_000 }: CheckOption
     }
     if (after?.type === 'lost') pauseNotice.push(after.at - fault.until!);
   }
+  return pauseNotice;
+}
 
+/** 4. A leader cut off from the server steps down by its own deadline, give or take `stepDownLateness`; returns how late each did. */
+function checkStepDowns({ records, faults }: ChaosHistory, flag: Flag): number[] {
   const stepDown: number[] = [];
   for (const fault of faults.filter((f) => f.kind === 'cut-host' && f.holder !== undefined && !f.skipped)) {
     const before = records
@@ -153,28 +184,44 @@ export function checkHistory(given: ChaosHistory, { slack = 1_000 }: CheckOption
       );
     }
   }
+  return stepDown;
+}
 
-  for (let slot = 0; slot < history.options.slots; slot++) {
-    const row = history.final.rows.find((r) => r.slot === slot);
-    const live = history.final.liveHolders.some((h) => h.slot === slot && h.holder === row?.holder);
+/** 5. At the end (`endedAt`, by the wall clock rows are stored by), every slot is held by a live process, or its lease has not expired. */
+function checkFinal({ options, final }: ChaosHistory, endedAt: number, flag: Flag): void {
+  for (let slot = 0; slot < options.slots; slot++) {
+    const row = final.rows.find((r) => r.slot === slot);
+    const live = final.liveHolders.some((h) => h.slot === slot && h.holder === row?.holder);
     if (!row) flag('final', `slot ${slot} has no lease at the end`);
-    else if (!live && row.expiresAt < given.final.at) {
+    else if (!live && row.expiresAt < endedAt) {
       // stored by the wall clock, put back on time for the quiet end
       flag('final', `slot ${slot} is held by ${row.holder}, no live process, past its expiry`);
     }
   }
+}
 
+/** 6. After each fault, the slot is without a leader no longer than the config allows. */
+function checkLiveness(
+  history: ChaosHistory,
+  segments: ReturnType<typeof beliefSegments>,
+  slack: number,
+  flag: Flag,
+): CheckResult['outcomes'] {
+  const { faults, records, timing, final } = history;
   const retryBound = timing.retryEvery + slack;
-  const outcomes = faults
+  return faults
     .filter((fault) => !fault.skipped)
     .map((fault) => {
       const allowed = allowance(fault, timing.expiresAfter, retryBound) + untilSomeoneCampaigns(fault, records);
-      const gap = leaderlessGap(fault, segments, history.final.at, allowed);
+      const gap = leaderlessGap(fault, segments, final.at, allowed);
       if (gap > allowed)
         flag('liveness', `slot ${fault.slot}: ${gap} ms without a leader after ${fault.kind} at ${fault.at} (allowed ${allowed} ms)`);
       return { fault, gap, allowed };
     });
+}
 
+/** 7. A step of the wall clock ends no tenure, unless another fault came meanwhile. */
+function checkClockSteps({ faults, records, timing, final }: ChaosHistory, flag: Flag): void {
   for (const fault of faults.filter((f) => f.kind === 'clock-step' && f.holder !== undefined)) {
     const settled = (fault.until ?? fault.at) + timing.expiresAfter;
     const disturbed = faults.some(
@@ -185,7 +232,7 @@ export function checkHistory(given: ChaosHistory, { slack = 1_000 }: CheckOption
         other.at >= fault.at - timing.expiresAfter &&
         other.at <= settled,
     );
-    if (disturbed || settled > history.final.at) continue;
+    if (disturbed || settled > final.at) continue;
     const ended = records.find(
       (r) =>
         r.slot === fault.slot &&
@@ -203,14 +250,6 @@ export function checkHistory(given: ChaosHistory, { slack = 1_000 }: CheckOption
       flag('clock-step', `slot ${fault.slot}: ${what} after the wall clock moved ${fault.step} s at ${fault.at}`);
     }
   }
-
-  return {
-    violations,
-    outcomes,
-    pauseNotice,
-    stepDown,
-    counts: { records: records.length, tenures: tenures.length, ledgerRows: ledger.length, faults: faults.length },
-  };
 }
 
 /** How late a timer may fire on a loaded machine: a leader's `lost` may come that much after its deadline. */

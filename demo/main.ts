@@ -27,6 +27,96 @@ interface Failover {
   note?: string;
 }
 
+/** The demo's workers on one file: started, started again once one exits, and asked who leads. */
+class Cluster {
+  /** Those running now. */
+  readonly workers: WorkerProcess[] = [];
+  /** Every one started, for the summary. */
+  readonly all: WorkerProcess[] = [];
+
+  constructor(private readonly file: string) {}
+
+  spawn(name: string): WorkerProcess {
+    leading.delete(name); // a killed worker reported nothing
+    const worker = new WorkerProcess(
+      name,
+      'candidate',
+      { file: this.file, journal: 'wal', ledgerEvery, ...timing },
+      (record) => tell(name, record),
+      (text) => process.stderr.write(text),
+    );
+    this.workers.push(worker);
+    this.all.push(worker);
+    return worker;
+  }
+
+  /** Once `worker` exited, a new one of its name, campaigning. */
+  async replace(worker: WorkerProcess): Promise<void> {
+    await worker.exited;
+    this.workers.splice(this.workers.indexOf(worker), 1);
+    const again = this.spawn(worker.name);
+    await eventually(`${worker.name} campaigning again`, () => again.records.some((r) => r.type === 'subscribed'));
+  }
+
+  leader(): Promise<WorkerProcess> {
+    return eventually('a leader', () => this.workers.find((w) => w.alive && !w.paused && w.leading.has(0)), 30_000);
+  }
+
+  /** The first election since `since` of any worker but `except`. */
+  nextElection(since: number, except: WorkerProcess): Promise<WorkerRecord> {
+    return eventually(
+      'the next leader',
+      () => this.all.flatMap((w) => (w === except ? [] : w.records)).find((r) => r.type === 'elected' && r.at >= since),
+      30_000,
+    );
+  }
+}
+
+async function gracefulStop(cluster: Cluster, first: WorkerProcess): Promise<Failover> {
+  announce(`stopping the leader, ${first.name}, gracefully (SIGTERM): it releases its lease on the way out`);
+  const stoppedAt = Date.now();
+  first.signal('SIGTERM');
+  const afterStop = await cluster.nextElection(stoppedAt, first);
+  const released = first.records.find((r) => r.type === 'unsubscribed' && r.at >= stoppedAt);
+  await cluster.replace(first);
+  return { what: 'graceful stop', gap: afterStop.at - (released?.at ?? stoppedAt) };
+}
+
+async function crash(cluster: Cluster): Promise<Failover> {
+  const second = await cluster.leader();
+  announce(`killing the leader, ${second.name} (SIGKILL): nobody releases, but the kernel closes its sockets, and its standbys see it`);
+  const killedAt = Date.now();
+  second.signal('SIGKILL');
+  const afterKill = await cluster.nextElection(killedAt, second);
+  const lastExpiry = Math.max(...second.records.map((r) => r.expiresAt ?? 0));
+  await cluster.replace(second);
+  return { what: 'crash', gap: afterKill.at - killedAt, note: `${lastExpiry - afterKill.at} ms before its lease would have expired` };
+}
+
+async function pauseTwiceItsLease(cluster: Cluster): Promise<Failover> {
+  const third = await cluster.leader();
+  const pause = 2 * timing.expiresAfter;
+  announce(
+    `pausing the leader, ${third.name} (SIGSTOP) for ${pause} ms, twice its lease: alive, but silent; the others wait for its lease`,
+  );
+  const pausedAt = Date.now();
+  third.signal('SIGSTOP');
+  third.paused = true;
+  const afterPause = await cluster.nextElection(pausedAt, third);
+  await sleep(pausedAt + pause - Date.now());
+  announce(`resuming ${third.name} (SIGCONT): it must find out that it lost, and write nothing more`);
+  const resumedAt = Date.now();
+  third.signal('SIGCONT');
+  third.paused = false;
+  const noticed = await eventually('the loss noticed', () => third.records.find((r) => r.type === 'lost' && r.at >= resumedAt), 30_000);
+  const pausedExpiry = Math.max(...third.records.filter((r) => r.at <= pausedAt).map((r) => r.expiresAt ?? 0));
+  return {
+    what: 'pause',
+    gap: afterPause.at - pausedAt,
+    note: `${afterPause.at - pausedExpiry} ms after its lease expired; ${third.name} noticed its loss ${noticed.at - resumedAt} ms after resuming`,
+  };
+}
+
 async function main(): Promise<void> {
   const folder = mkdtempSync(join(os.tmpdir(), 'observe-leadership-demo-'));
   const file = join(folder, 'demo.db');
@@ -36,93 +126,23 @@ async function main(): Promise<void> {
     `leases last ${timing.expiresAfter} ms and are renewed every ${timing.renewEvery} ms; ` +
       `the leader writes a ledger row with fenced() every ${ledgerEvery} ms\n`,
   );
-
-  const workers: WorkerProcess[] = [];
-  const all: WorkerProcess[] = [];
-  const spawn = (name: string) => {
-    leading.delete(name); // a killed worker reported nothing
-    const worker = new WorkerProcess(
-      name,
-      'candidate',
-      { file, journal: 'wal', ledgerEvery, ...timing },
-      (record) => tell(name, record),
-      (text) => process.stderr.write(text),
-    );
-    workers.push(worker);
-    all.push(worker);
-    return worker;
-  };
-  const replace = async (worker: WorkerProcess) => {
-    await worker.exited;
-    workers.splice(workers.indexOf(worker), 1);
-    const again = spawn(worker.name);
-    await eventually(`${worker.name} campaigning again`, () => again.records.some((r) => r.type === 'subscribed'));
-  };
-  const leader = () => eventually('a leader', () => workers.find((w) => w.alive && !w.paused && w.leading.has(0)), 30_000);
-  const nextElection = (since: number, except: WorkerProcess) =>
-    eventually(
-      'the next leader',
-      () => all.flatMap((w) => (w === except ? [] : w.records)).find((r) => r.type === 'elected' && r.at >= since),
-      30_000,
-    );
-  const failovers: Failover[] = [];
-
-  for (const name of ['A', 'B', 'C']) spawn(name);
-  const first = await leader();
+  const cluster = new Cluster(file);
+  for (const name of ['A', 'B', 'C']) cluster.spawn(name);
+  const first = await cluster.leader();
   await sleep(2_500);
-
-  announce(`stopping the leader, ${first.name}, gracefully (SIGTERM): it releases its lease on the way out`);
-  const stoppedAt = Date.now();
-  first.signal('SIGTERM');
-  const afterStop = await nextElection(stoppedAt, first);
-  const released = first.records.find((r) => r.type === 'unsubscribed' && r.at >= stoppedAt);
-  failovers.push({ what: 'graceful stop', gap: afterStop.at - (released?.at ?? stoppedAt) });
-  await replace(first);
+  const failovers = [await gracefulStop(cluster, first)];
   await sleep(2_000);
-
-  const second = await leader();
-  announce(`killing the leader, ${second.name} (SIGKILL): nobody releases, but the kernel closes its sockets, and its standbys see it`);
-  const killedAt = Date.now();
-  second.signal('SIGKILL');
-  const afterKill = await nextElection(killedAt, second);
-  const lastExpiry = Math.max(...second.records.map((r) => r.expiresAt ?? 0));
-  failovers.push({
-    what: 'crash',
-    gap: afterKill.at - killedAt,
-    note: `${lastExpiry - afterKill.at} ms before its lease would have expired`,
-  });
-  await replace(second);
+  failovers.push(await crash(cluster));
   await sleep(2_000);
-
-  const third = await leader();
-  const pause = 2 * timing.expiresAfter;
-  announce(
-    `pausing the leader, ${third.name} (SIGSTOP) for ${pause} ms, twice its lease: alive, but silent; the others wait for its lease`,
-  );
-  const pausedAt = Date.now();
-  third.signal('SIGSTOP');
-  third.paused = true;
-  const afterPause = await nextElection(pausedAt, third);
-  await sleep(pausedAt + pause - Date.now());
-  announce(`resuming ${third.name} (SIGCONT): it must find out that it lost, and write nothing more`);
-  const resumedAt = Date.now();
-  third.signal('SIGCONT');
-  third.paused = false;
-  const noticed = await eventually('the loss noticed', () => third.records.find((r) => r.type === 'lost' && r.at >= resumedAt), 30_000);
-  const pausedExpiry = Math.max(...third.records.filter((r) => r.at <= pausedAt).map((r) => r.expiresAt ?? 0));
-  failovers.push({
-    what: 'pause',
-    gap: afterPause.at - pausedAt,
-    note: `${afterPause.at - pausedExpiry} ms after its lease expired; ${third.name} noticed its loss ${noticed.at - resumedAt} ms after resuming`,
-  });
+  failovers.push(await pauseTwiceItsLease(cluster));
   await sleep(2_000);
 
   announce('stopping every worker, the leader last');
-  const last = workers.find((w) => w.leading.has(0));
-  await stopWorkers(workers.filter((w) => w !== last));
+  const last = cluster.workers.find((w) => w.leading.has(0));
+  await stopWorkers(cluster.workers.filter((w) => w !== last));
   await stopWorkers(last ? [last] : []);
   summarize(
-    all.flatMap((w) => w.records),
+    cluster.all.flatMap((w) => w.records),
     failovers,
     file,
   );

@@ -1,4 +1,5 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import ts from 'typescript';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 
@@ -159,5 +160,46 @@ describe('the tools', () => {
         .map((name) => `${folder}/${name}`),
     );
     expect(fromChaos).toEqual([]);
+  });
+});
+
+/** Each function of the .ts files under `folder` longer than `limit` lines, as `lines file:line name`. */
+function longFunctions(folder: string, limit: number): string[] {
+  const long: string[] = [];
+  for (const file of sources(folder)) {
+    const source = ts.createSourceFile(file, readFileSync(join(folder, file), 'utf8'), ts.ScriptTarget.Latest, true);
+    const visit = (node: ts.Node): void => {
+      if (ts.isFunctionLike(node) && 'body' in node && node.body !== undefined) {
+        const first = source.getLineAndCharacterOfPosition(node.getStart()).line;
+        const lines = source.getLineAndCharacterOfPosition(node.end).line - first + 1;
+        const name = 'name' in node && node.name !== undefined ? (node.name as ts.Node).getText() : '(anonymous)';
+        if (lines > limit) long.push(`${lines} ${relative(join(__dirname, '..'), join(folder, file))}:${first + 1} ${name}`);
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
+  }
+  return long;
+}
+
+describe('the length of a function', () => {
+  const root = join(__dirname, '..');
+
+  it('is at most 60 lines in src/: a longer one hides more than one thing', () => {
+    expect(longFunctions(src, 60)).toEqual([]);
+  });
+
+  it('is at most 100 lines in the tools (bench/, chaos/, test-kit/, demo/)', () => {
+    expect(['bench', 'chaos', 'test-kit', 'demo'].flatMap((folder) => longFunctions(join(root, folder), 100))).toEqual([]);
+  });
+
+  it('would show one planted over the limit', () => {
+    const planted = mkdtempSync(join(tmpdir(), 'observe-leadership-lengths-'));
+    try {
+      writeFileSync(join(planted, 'long.ts'), `export function long(): number {\n${'  void 0;\n'.repeat(60)}  return 1;\n}\n`);
+      expect(longFunctions(planted, 60)).toEqual([expect.stringMatching(/^63 .*long\.ts:1 long$/)]);
+    } finally {
+      rmSync(planted, { recursive: true, force: true });
+    }
   });
 });

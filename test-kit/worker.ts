@@ -17,7 +17,7 @@ import { AddressInfo, Server, Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 import { IntervalHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Pool } from 'pg';
-import { asyncScheduler, EMPTY, ignoreElements, interval, map, merge, Subject, Subscription, tap } from 'rxjs';
+import { asyncScheduler, EMPTY, ignoreElements, interval, map, merge, SchedulerLike, Subject, Subscription, tap } from 'rxjs';
 import {
   ElectedEvent,
   fenced,
@@ -169,133 +169,123 @@ function reportWatches(): void {
   };
 }
 
-function main(): void {
-  reportGreetings();
-  reportWatches();
-  const options = JSON.parse(process.argv[2]) as WorkerOptions;
-  const {
-    file,
-    postgres,
-    worker = 'worker',
-    slots = 1,
-    ledgerEvery,
-    tickEvery,
-    journal,
-    busyTimeout,
-    driver,
-    clockOffset,
-    health,
-    metrics,
-    ...timing
-  } = options;
-  if (clockOffset) {
-    const realNow = Date.now;
-    Date.now = () => realNow() + clockOffset;
-  }
-  const db = postgres
-    ? postgresWorkerDatabase(postgres, worker, timing.expiresAfter)
-    : sqliteWorkerDatabase(file!, { journal, busyTimeout, driver });
-  const scheduler =
-    clockOffset === undefined ? undefined : { now: () => Date.now(), schedule: asyncScheduler.schedule.bind(asyncScheduler) };
-  // The library's default clock otherwise: the process's monotonic time from its start.
-  const campaignClock = scheduler ?? { now: () => performance.timeOrigin + performance.now() };
-  const lastLeases = new Map<number, ElectedEvent>();
+/** Serves `leadershipHealth`'s report over HTTP, as README's health example does, on a free port of 127.0.0.1 that it reports. */
+function serveHealth(worker: string): LeadershipInstrument {
+  const healthReport = leadershipHealth();
+  const server = createServer((_, response) => {
+    const check = healthReport.check();
+    response.writeHead(check.healthy ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(check));
+  });
+  server.listen(0, '127.0.0.1', () => report({ worker, type: 'health', port: (server.address() as AddressInfo).port }));
+  server.unref();
+  return healthReport;
+}
+
+/** The options of a worker that are the worker's, not the library's. */
+const setupOptions = [
+  'file',
+  'postgres',
+  'worker',
+  'slots',
+  'ledgerEvery',
+  'tickEvery',
+  'journal',
+  'busyTimeout',
+  'driver',
+  'clockOffset',
+  'health',
+  'metrics',
+] as const;
+type LibraryOptions = Omit<WorkerOptions, (typeof setupOptions)[number]>;
+
+/** The options that go to `observeLeadership` as they are: the timing, a lock-delay, a sit-out. */
+function libraryOptions(options: WorkerOptions): LibraryOptions {
+  const library: Partial<WorkerOptions> = { ...options };
+  for (const name of setupOptions) delete library[name];
+  return library as LibraryOptions;
+}
+
+/** One worker process: its database, its candidates on each slot, and what its commands do. */
+class Worker {
+  private readonly name: string;
+  private readonly db: WorkerDatabase;
+  private readonly options: WorkerOptions;
+  private readonly timing: LibraryOptions;
+  /** The campaigns' clock when the worker's wall clock is offset; the library's default otherwise. */
+  private readonly scheduler: SchedulerLike | undefined;
+  private readonly instruments: LeadershipInstrument[] = [];
+  private readonly lastLeases = new Map<number, ElectedEvent>();
   /** `step-down` on stdin: every slot this worker leads is stepped down from (the `stepDown` option). */
-  const stepDown = new Subject<void>();
-  let subscriptions: Subscription[] = [];
+  private readonly stepDown = new Subject<void>();
+  private subscriptions: Subscription[] = [];
   // A holder of its own for each subscription, as the default would be, but one that says
   // whose it is: the benchmark asks whether this worker holds a standby place.
-  let round = 0;
-  let holder = '';
+  private round = 0;
+  private holder = '';
   /** What the `priority` command set: this worker's priority, and preempt. */
-  let preference: { priority?: number; preempt?: boolean } = {};
-  const healthReport = health ? leadershipHealth() : undefined;
-  if (healthReport) {
-    const server = createServer((_, response) => {
-      const check = healthReport.check();
-      response.writeHead(check.healthy ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(check));
-    });
-    server.listen(0, '127.0.0.1', () => report({ worker, type: 'health', port: (server.address() as AddressInfo).port }));
-    server.unref();
-  }
-  const instruments: LeadershipInstrument[] = healthReport ? [healthReport] : [];
-  if (metrics) {
-    // As a worker that also watches who leads, for a dashboard: its candidates and its watches.
-    const { candidates, watches } = startMetrics(worker);
-    instruments.push(candidates);
-    for (let slot = 0; slot < slots; slot++)
-      observeLeader(db.campaignIn as SqliteDatabaseLike | LeaseReader, { slot, instrument: watches }).subscribe({ error: () => undefined });
-  }
-  let loopDelay: IntervalHistogram | undefined;
-  /** The event loop's delays (ms) since the last call; the first call starts the count. */
-  const reportLoopDelay = () => {
-    if (loopDelay === undefined) {
-      loopDelay = monitorEventLoopDelay({ resolution: 5 });
-      loopDelay.enable();
+  private preference: { priority?: number; preempt?: boolean } = {};
+  private loopDelay: IntervalHistogram | undefined;
+
+  constructor(options: WorkerOptions) {
+    const { file, postgres, worker = 'worker', journal, busyTimeout, driver, clockOffset, health, metrics } = options;
+    const timing = libraryOptions(options);
+    this.options = options;
+    this.name = worker;
+    this.timing = timing;
+    if (clockOffset) {
+      const realNow = Date.now;
+      Date.now = () => realNow() + clockOffset;
     }
-    const { max, count } = loopDelay;
-    report({ worker, type: 'loop-delay', max: count === 0 ? 0 : max / 1e6, p99: count === 0 ? 0 : loopDelay.percentile(99) / 1e6, count });
-    loopDelay.reset();
-  };
-
-  const fencedWrite = (lease: ElectedEvent, seq: number) =>
-    db.append(lease, seq).then(
-      () => report({ worker, type: 'fenced-write', slot: lease.slot, holder: lease.holder, term: lease.term, seq }),
-      (error) => {
-        const { code, message } = error as { code?: string; message: string };
-        report({ worker, type: 'fenced-rejected', slot: lease.slot, holder: lease.holder, term: lease.term, code, message });
-      },
-    );
-
-  /**
-   * A time of the campaign's clock on the host's monotonic clock, which runs at its pace:
-   * from readings of both taken back to back, the campaign's between two of the host's, and
-   * taken again while the process was descheduled between them (on a busy machine, a ms or
-   * more), which would otherwise shift the result by that much.
-   */
-  const onHostClock = (at: number) => {
-    let best = { gap: Infinity, offset: 0 };
-    for (let tries = 0; tries < 10 && best.gap > 0.05; tries++) {
-      const before = monotonicNow();
-      const campaign = campaignClock.now();
-      const after = monotonicNow();
-      if (after - before < best.gap) best = { gap: after - before, offset: (before + after) / 2 - campaign };
+    if (clockOffset !== undefined) {
+      this.scheduler = { now: () => Date.now(), schedule: asyncScheduler.schedule.bind(asyncScheduler) as SchedulerLike['schedule'] };
     }
-    return at + best.offset;
-  };
+    this.db = postgres
+      ? postgresWorkerDatabase(postgres, worker, timing.expiresAfter)
+      : sqliteWorkerDatabase(file!, { journal, busyTimeout, driver });
+    if (health) this.instruments.push(serveHealth(worker));
+    if (metrics) {
+      // As a worker that also watches who leads, for a dashboard: its candidates and its watches.
+      const { candidates, watches } = startMetrics(worker);
+      this.instruments.push(candidates);
+      for (let slot = 0; slot < this.slots; slot++)
+        observeLeader(this.db.campaignIn as SqliteDatabaseLike | LeaseReader, { slot, instrument: watches }).subscribe({
+          error: () => undefined,
+        });
+    }
+  }
 
-  const describe = (event: LeadershipEvent) =>
-    event.type === 'error'
-      ? { ...event, error: undefined, code: event.error.code, message: event.error.message }
-      : // The belief's end on the host's monotonic clock too.
-        { ...event, ...('expiresAt' in event && { monoExpiresAt: onHostClock(event.expiresAt) }) };
+  private get slots(): number {
+    return this.options.slots ?? 1;
+  }
 
-  const subscribe = () => {
-    holder = `${worker}.${process.pid}.${++round}`;
-    subscriptions = Array.from({ length: slots }, (_, slot) =>
-      observeLeadership(db.campaignIn, {
-        ...timing,
-        ...preference,
+  readonly subscribe = (): void => {
+    const { name: worker, options } = this;
+    this.holder = `${worker}.${process.pid}.${++this.round}`;
+    const holder = this.holder;
+    this.subscriptions = Array.from({ length: this.slots }, (_, slot) =>
+      observeLeadership(this.db.campaignIn, {
+        ...this.timing,
+        ...this.preference,
         slot,
         holder,
-        ...(scheduler && { scheduler }),
-        ...(instruments.length > 0 && { instrument: instruments }),
-        stepDown,
+        ...(this.scheduler && { scheduler: this.scheduler }),
+        ...(this.instruments.length > 0 && { instrument: this.instruments }),
+        stepDown: this.stepDown,
       })
         .pipe(
           tap((event) => {
-            if (event.type === 'elected') lastLeases.set(slot, event);
-            report({ worker, ...describe(event) });
+            if (event.type === 'elected') this.lastLeases.set(slot, event);
+            report({ worker, ...this.describe(event) });
           }),
           whileLeader((lease) =>
             merge(
-              ledgerEvery
-                ? interval(ledgerEvery).pipe(
-                    tap((seq) => fencedWrite(lease, seq)),
+              options.ledgerEvery
+                ? interval(options.ledgerEvery).pipe(
+                    tap((seq) => this.fencedWrite(lease, seq)),
                     ignoreElements(),
                   )
                 : EMPTY,
-              tickEvery ? interval(tickEvery).pipe(map(() => lease)) : EMPTY,
+              options.tickEvery ? interval(options.tickEvery).pipe(map(() => lease)) : EMPTY,
             ),
           ),
         )
@@ -307,58 +297,119 @@ function main(): void {
     report({ worker, type: 'subscribed', holder });
   };
 
-  const unsubscribe = () => {
+  readonly unsubscribe = (): void => {
     // Reported first: belief ends when unsubscribe is called, and the release that follows
     // lets a successor in at once, which may report its election within the same millisecond.
-    for (let slot = 0; slot < slots; slot++) report({ worker, type: 'unsubscribed', slot });
-    for (const subscription of subscriptions) subscription.unsubscribe();
-    subscriptions = [];
+    for (let slot = 0; slot < this.slots; slot++) report({ worker: this.name, type: 'unsubscribed', slot });
+    for (const subscription of this.subscriptions) subscription.unsubscribe();
+    this.subscriptions = [];
   };
 
-  const exit = () => {
-    unsubscribe();
-    void db.close().finally(() => process.exit(0));
+  readonly exit = (): void => {
+    this.unsubscribe();
+    void this.db.close().finally(() => process.exit(0));
   };
 
-  const commands: Record<string, (argument?: string) => void> = {
-    subscribe,
-    unsubscribe,
-    'fenced-write': () => lastLeases.forEach((lease) => fencedWrite(lease, -1)),
-    'fenced-hang': (slot = '0') => {
-      const lease = lastLeases.get(Number(slot));
-      if (lease) {
-        void db
-          .hang(lease)
-          .catch(() =>
-            report({ worker, type: 'fenced-rejected', slot: lease.slot, holder: lease.holder, term: lease.term, seq: uncommittedSeq }),
-          );
-      }
-    },
-    'step-down': () => stepDown.next(),
-    // `priority N`: campaigns again with priority N and preempt on, as a new version would.
-    priority: (argument = '0') => {
-      preference = { priority: Number(argument), preempt: true };
-      unsubscribe();
-      subscribe();
-    },
-    // `hand-off SLOT,HOLDER`: asks the slot's leader to hand over to HOLDER, as the command would.
-    'hand-off': (argument = '') => {
-      const [slot, to] = argument.split(',');
-      handOff(db.campaignIn as SqliteDatabaseLike | LeaseReader, { slot: Number(slot), to }).then(
-        (result) => report({ worker, type: 'handoff-done', slot: Number(slot), to, term: result.to.term }),
-        (error: { code?: string; message: string }) => report({ worker, type: 'handoff-failed', slot: Number(slot), to, code: error.code }),
-      );
-    },
-    usage: () => reportUsage({ standby: db.standingBy(holder) }),
-    'loop-delay': reportLoopDelay,
-    exit,
-  };
+  /** What each command on stdin does (see the top of this file). */
+  commands(): Record<string, (argument?: string) => void> {
+    const worker = this.name;
+    return {
+      subscribe: this.subscribe,
+      unsubscribe: this.unsubscribe,
+      'fenced-write': () => this.lastLeases.forEach((lease) => this.fencedWrite(lease, -1)),
+      'fenced-hang': (slot = '0') => {
+        const lease = this.lastLeases.get(Number(slot));
+        if (lease) {
+          void this.db
+            .hang(lease)
+            .catch(() =>
+              report({ worker, type: 'fenced-rejected', slot: lease.slot, holder: lease.holder, term: lease.term, seq: uncommittedSeq }),
+            );
+        }
+      },
+      'step-down': () => this.stepDown.next(),
+      // `priority N`: campaigns again with priority N and preempt on, as a new version would.
+      priority: (argument = '0') => {
+        this.preference = { priority: Number(argument), preempt: true };
+        this.unsubscribe();
+        this.subscribe();
+      },
+      // `hand-off SLOT,HOLDER`: asks the slot's leader to hand over to HOLDER, as the command would.
+      'hand-off': (argument = '') => {
+        const [slot, to] = argument.split(',');
+        handOff(this.db.campaignIn as SqliteDatabaseLike | LeaseReader, { slot: Number(slot), to }).then(
+          (result) => report({ worker, type: 'handoff-done', slot: Number(slot), to, term: result.to.term }),
+          (error: { code?: string; message: string }) =>
+            report({ worker, type: 'handoff-failed', slot: Number(slot), to, code: error.code }),
+        );
+      },
+      usage: () => reportUsage({ standby: this.db.standingBy(this.holder) }),
+      'loop-delay': () => this.reportLoopDelay(),
+      exit: this.exit,
+    };
+  }
+
+  private fencedWrite(lease: ElectedEvent, seq: number): Promise<void> {
+    const worker = this.name;
+    return this.db.append(lease, seq).then(
+      () => report({ worker, type: 'fenced-write', slot: lease.slot, holder: lease.holder, term: lease.term, seq }),
+      (error) => {
+        const { code, message } = error as { code?: string; message: string };
+        report({ worker, type: 'fenced-rejected', slot: lease.slot, holder: lease.holder, term: lease.term, code, message });
+      },
+    );
+  }
+
+  /** The event loop's delays (ms) since the last call; the first call starts the count. */
+  private reportLoopDelay(): void {
+    if (this.loopDelay === undefined) {
+      this.loopDelay = monitorEventLoopDelay({ resolution: 5 });
+      this.loopDelay.enable();
+    }
+    const { max, count } = this.loopDelay;
+    const p99 = count === 0 ? 0 : this.loopDelay.percentile(99) / 1e6;
+    report({ worker: this.name, type: 'loop-delay', max: count === 0 ? 0 : max / 1e6, p99, count });
+    this.loopDelay.reset();
+  }
+
+  private describe(event: LeadershipEvent): Record<string, unknown> {
+    return event.type === 'error'
+      ? { ...event, error: undefined, code: event.error.code, message: event.error.message }
+      : // The belief's end on the host's monotonic clock too.
+        { ...event, ...('expiresAt' in event && { monoExpiresAt: this.onHostClock(event.expiresAt) }) };
+  }
+
+  /**
+   * A time of the campaign's clock on the host's monotonic clock, which runs at its pace:
+   * from readings of both taken back to back, the campaign's between two of the host's, and
+   * taken again while the process was descheduled between them (on a busy machine, a ms or
+   * more), which would otherwise shift the result by that much.
+   */
+  private onHostClock(at: number): number {
+    // The library's default clock, unless offset: the process's monotonic time from its start.
+    const campaignNow = this.scheduler ? () => Date.now() : () => performance.timeOrigin + performance.now();
+    let best = { gap: Infinity, offset: 0 };
+    for (let tries = 0; tries < 10 && best.gap > 0.05; tries++) {
+      const before = monotonicNow();
+      const campaign = campaignNow();
+      const after = monotonicNow();
+      if (after - before < best.gap) best = { gap: after - before, offset: (before + after) / 2 - campaign };
+    }
+    return at + best.offset;
+  }
+}
+
+function main(): void {
+  reportGreetings();
+  reportWatches();
+  const worker = new Worker(JSON.parse(process.argv[2]) as WorkerOptions);
+  const commands = worker.commands();
   createInterface({ input: process.stdin }).on('line', (line) => {
     const [command, argument] = line.trim().split(' ');
     commands[command]?.(argument);
   });
-  process.once('SIGTERM', exit);
-  subscribe();
+  process.once('SIGTERM', worker.exit);
+  worker.subscribe();
 }
 
 if (require.main === module) main();

@@ -490,66 +490,69 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
     if (this.prepared.statements) return this.prepared.statements;
     if (this.db.readonly) throw new LeadershipError('DATABASE_READONLY', 'The database connection is read-only');
     installSqliteSchema(this.db);
-    const { db } = this;
     const read = this.reader() as Statement<[Judged], LeaseRow>; // the schema is whole now
-    const prepared = <P extends unknown[], R = unknown>(text: string) => onFirstUse(() => db.prepare<P, R>(text));
-    const take = prepared<[TakeParameters & EndedTenure]>(statementText.take);
-    const renew = prepared<[Lease & { expiresAt: number }]>(statementText.renew);
-    const writeDeadline = prepared<[DeadlineParameters]>(statementText.writeDeadline);
-    const standbyLeave = prepared<[{ slot: number; holder: string }]>(statementText.standbyLeave);
-    const mayWrite = prepared(statementText.mayWrite);
-    const advertise = advertiseStatement(prepared);
-    this.prepared.statements = onFirstUseEach<Statements>({
-      read: () => read,
-      standbyRead: () => db.prepare(statementText.standbyRead),
-      standbyClaim: () => db.prepare(statementText.standbyClaim),
-      standbyLeave,
-      declare: () => db.prepare(statementText.declare),
-      undeclare: () => db.prepare(statementText.undeclare),
-      highest: () => db.prepare<[{ slot: number; holder: string } & ClockReading], number>(statementText.highest).pluck(),
-      // A leader is nobody's standby: winning gives its standby place up, if it had one. Its
-      // endpoint opens before the commit, so that whoever reads the tenure can reach it; if
-      // the commit fails, nobody ever could, and it closes. The row and the deadline are
-      // written together: nobody ever reads one without the other.
-      acquire: () =>
-        db.transaction(
-          (parameters: TakeParameters & EndedTenure, deadline: number, advertised: Advertised, openEndpoint: (tenure: Lease) => void) => {
-            const before = read.get(parameters); // under the write lock: exactly what the take replaces
-            const acquired = take().run(parameters).changes === 1;
-            const lease = read.get(parameters) as LeaseRow;
-            if (!acquired) return { acquired, lease };
-            const tenure = { slot: parameters.slot, holder: lease.holder, term: lease.term };
-            writeDeadline().run({ ...tenure, clock: parameters.clock, deadline });
-            advertise(tenure, advertised);
-            standbyLeave().run({ slot: parameters.slot, holder: parameters.holder });
-            openEndpoint(tenure);
-            const replaced = before !== undefined && before.holder !== parameters.holder ? viewOf(before).lease : undefined;
-            return { acquired, lease: { ...lease, advertised: advertised ?? null, expiresIn: deadline - parameters.now }, replaced };
-          },
-        ),
-      renew: () =>
-        db.transaction((lease: Lease, now: ClockReading, expiresAfter: number, advertised: Advertised) => {
-          if (renew().run({ ...lease, expiresAt: now.wall + expiresAfter }).changes !== 1) return false;
-          writeDeadline().run({ ...lease, clock: now.clock, deadline: deadlineOf(now, expiresAfter) });
-          advertise(lease, advertised);
-          return true;
-        }),
-      release: () => db.prepare(statementText.release),
-      handOver: () => handOverTransaction(db, read, writeDeadline()),
-      // The check and the work share one IMMEDIATE transaction: a takeover needs the write
-      // lock, so it cannot fall between them, however long this process pauses. The time is
-      // read once the lock is held, not before: waiting for the lock may outlast the lease.
-      // A read-only connection fails first, with DATABASE_READONLY, on every driver.
-      fenced: () =>
-        db.transaction((held: Lease, now: () => ClockReading, runWork: () => unknown) => {
-          mayWrite().run();
-          const row = read.get({ slot: held.slot, ...now() });
-          checkLease(held, row && recordOf(row), () => stands((row as LeaseRow).expiresIn));
-          return runWork();
-        }),
-    });
-    return this.prepared.statements;
+    return (this.prepared.statements = statementsOn(this.db, read));
   }
+}
+
+/** The store's statements and transactions on `db`, whose schema is whole (see `SqliteLeaseStore.ready`), each prepared at its first use. */
+function statementsOn(db: Database, read: Statement<[Judged], LeaseRow>): Statements {
+  const prepared = <P extends unknown[], R = unknown>(text: string) => onFirstUse(() => db.prepare<P, R>(text));
+  const take = prepared<[TakeParameters & EndedTenure]>(statementText.take);
+  const renew = prepared<[Lease & { expiresAt: number }]>(statementText.renew);
+  const writeDeadline = prepared<[DeadlineParameters]>(statementText.writeDeadline);
+  const standbyLeave = prepared<[{ slot: number; holder: string }]>(statementText.standbyLeave);
+  const mayWrite = prepared(statementText.mayWrite);
+  const advertise = advertiseStatement(prepared);
+  return onFirstUseEach<Statements>({
+    read: () => read,
+    standbyRead: () => db.prepare(statementText.standbyRead),
+    standbyClaim: () => db.prepare(statementText.standbyClaim),
+    standbyLeave,
+    declare: () => db.prepare(statementText.declare),
+    undeclare: () => db.prepare(statementText.undeclare),
+    highest: () => db.prepare<[{ slot: number; holder: string } & ClockReading], number>(statementText.highest).pluck(),
+    // A leader is nobody's standby: winning gives its standby place up, if it had one. Its
+    // endpoint opens before the commit, so that whoever reads the tenure can reach it; if
+    // the commit fails, nobody ever could, and it closes. The row and the deadline are
+    // written together: nobody ever reads one without the other.
+    acquire: () =>
+      db.transaction(
+        (parameters: TakeParameters & EndedTenure, deadline: number, advertised: Advertised, openEndpoint: (tenure: Lease) => void) => {
+          const before = read.get(parameters); // under the write lock: exactly what the take replaces
+          const acquired = take().run(parameters).changes === 1;
+          const lease = read.get(parameters) as LeaseRow;
+          if (!acquired) return { acquired, lease };
+          const tenure = { slot: parameters.slot, holder: lease.holder, term: lease.term };
+          writeDeadline().run({ ...tenure, clock: parameters.clock, deadline });
+          advertise(tenure, advertised);
+          standbyLeave().run({ slot: parameters.slot, holder: parameters.holder });
+          openEndpoint(tenure);
+          const replaced = before !== undefined && before.holder !== parameters.holder ? viewOf(before).lease : undefined;
+          return { acquired, lease: { ...lease, advertised: advertised ?? null, expiresIn: deadline - parameters.now }, replaced };
+        },
+      ),
+    renew: () =>
+      db.transaction((lease: Lease, now: ClockReading, expiresAfter: number, advertised: Advertised) => {
+        if (renew().run({ ...lease, expiresAt: now.wall + expiresAfter }).changes !== 1) return false;
+        writeDeadline().run({ ...lease, clock: now.clock, deadline: deadlineOf(now, expiresAfter) });
+        advertise(lease, advertised);
+        return true;
+      }),
+    release: () => db.prepare(statementText.release),
+    handOver: () => handOverTransaction(db, read, writeDeadline()),
+    // The check and the work share one IMMEDIATE transaction: a takeover needs the write
+    // lock, so it cannot fall between them, however long this process pauses. The time is
+    // read once the lock is held, not before: waiting for the lock may outlast the lease.
+    // A read-only connection fails first, with DATABASE_READONLY, on every driver.
+    fenced: () =>
+      db.transaction((held: Lease, now: () => ClockReading, runWork: () => unknown) => {
+        mayWrite().run();
+        const row = read.get({ slot: held.slot, ...now() });
+        checkLease(held, row && recordOf(row), () => stands((row as LeaseRow).expiresIn));
+        return runWork();
+      }),
+  });
 }
 
 /**
