@@ -34,7 +34,7 @@ export class SqliteConnection implements SimConnection {
 
   constructor(private readonly site: SqliteSite) {
     this.db = site.open();
-    this.sqlite = new SqliteLeaseStore(this.db, site.channels);
+    this.sqlite = new SqliteLeaseStore(this.db, site.channels, null);
     this.store = site.seen(this.sqlite, () => this.left);
   }
 

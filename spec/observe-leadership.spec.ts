@@ -621,6 +621,21 @@ describe('observeLeadership on a database file', () => {
     },
   );
 
+  it('refuses a second live subscription with the same holder through another connection to the same file: one election, not two', () => {
+    // Both would pass the compare-and-set (holder = self), and both believe they lead.
+    const [first, second] = [file.open(), file.open()];
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      expectObservable(observeLeadership(first, { ...timing, holder: 'a', scheduler }), '^ 4ms !').toBe('a', { a: elected('a', 1, 30) });
+      expectObservable(observeLeadership(second, { ...timing, holder: 'a', scheduler }), '^ 4ms !').toBe(
+        '#',
+        undefined,
+        failedWith('HOLDER_IN_USE'),
+      );
+      expectObservable(observeLeadership(second, { ...timing, holder: 'b', scheduler }), '^ 4ms !').toBe('');
+    });
+  });
+
   it('ends with DATABASE_READONLY on a read-only connection', () => {
     file.open().close();
     const db = file.open({ readonly: true });

@@ -10,6 +10,21 @@ interface Enrolled {
 }
 
 const liveCandidates = new WeakMap<object, Map<string, Enrolled>>();
+/** One key a named election (see `electionOf`). */
+const namedElections = new Map<string, object>();
+
+/**
+ * The election `store` campaigns in, as this registry keys it: the one its `election` names
+ * (a SQLite file: two connections of this process to one file are one election), or else the
+ * store itself.
+ */
+function electionOf(store: object): object {
+  const name = (store as { election?: unknown }).election;
+  if (typeof name !== 'string') return store;
+  let election = namedElections.get(name);
+  if (election === undefined) namedElections.set(name, (election = { name }));
+  return election;
+}
 
 /** A candidate's place among those of this process (see {@link enrollCandidate}). */
 export interface Enrolment {
@@ -22,7 +37,7 @@ export interface Enrolment {
 }
 
 /**
- * Records that this process campaigns in `store` for `slot` as `holder`. Two live candidates
+ * Records that this process campaigns in `store`'s election for `slot` as `holder`. Two live candidates
  * with one holder would both pass the compare-and-set (`holder = self`) and both lead, so the
  * second one in a process is refused with `HOLDER_IN_USE`. A candidate unsubscribed is still
  * there until its last operation settled: an acquisition on its way would take the slot from
@@ -30,8 +45,9 @@ export interface Enrolment {
  * believed it led. A new subscription of that holder waits for it (`whenFree`).
  */
 export function enrollCandidate(store: object, slot: number, holder: string): Enrolment {
-  let candidates = liveCandidates.get(store);
-  if (!candidates) liveCandidates.set(store, (candidates = new Map()));
+  const election = electionOf(store);
+  let candidates = liveCandidates.get(election);
+  if (!candidates) liveCandidates.set(election, (candidates = new Map()));
   const key = `${slot}\u0000${holder}`;
   const before = candidates.get(key);
   if (before !== undefined && (!before.stopping || before.next !== undefined)) {

@@ -187,13 +187,23 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
   private readonly mailboxes: MailboxPort;
 
   /**
+   * The election this store campaigns in, as this process tells its candidates apart (see
+   * `enrollCandidate`): its database's file, so that two connections of one process to one
+   * file are one election; none for a database in memory, where each connection is its own.
+   */
+  readonly election: string | undefined;
+
+  /**
    * @internal Made by {@link sqliteLeaseStore}, one per connection, with the files and
-   * sockets beside the database as its side channels; the simulator gives its own.
+   * sockets beside the database as its side channels; the simulator gives its own, and no
+   * election (`null`: each of its processes has its own candidates).
    */
   constructor(
     private readonly db: Database,
     channels: SqliteSideChannels = fileSideChannels(db.memory ? undefined : canonicalPath(db.name), () => db.open),
+    election: string | null = db.memory ? null : `sqlite ${canonicalPath(db.name)}`,
   ) {
+    this.election = election ?? undefined;
     this.prepared = preparedOn(db);
     this.connection = this.prepared.connection;
     this.signalFile = channels.signals;
