@@ -101,6 +101,12 @@ export function postgresLeaseStore(pool: Pool, config: PostgresLeaseStoreConfig 
   return store;
 }
 
+/** What `acquire` answers for `row`: the lease, and the tenure it replaced when it took the slot. */
+function answerOf(acquired: boolean, row: Row): AcquireResult {
+  const replaced = acquired ? replacedOf(row) : undefined;
+  return replaced === undefined ? { acquired, ...toView(row) } : { acquired, ...toView(row), replaced };
+}
+
 /** See {@link postgresLeaseStore}. */
 export class PostgresLeaseStore
   implements FencingStore<PoolClient>, LeaseTable, ChangeSignals, StandbyPlaces, Fencing<PoolClient>, Handoffs, Priorities
@@ -192,39 +198,51 @@ export class PostgresLeaseStore
    * most likely free, so it goes straight to the compare-and-set, one round trip sooner, and
    * only one of the crowd makes it; the others get `LockTaken` at once and step aside.
    */
-  acquire(slot: number, holder: string, now: ClockReading, expiresAfter: number, options: AcquireOptions = {}): Promise<AcquireResult> {
-    const { waitForLock = true, over, advertised } = options;
+  acquire(slot: number, holder: string, _now: ClockReading, expiresAfter: number, options: AcquireOptions = {}): Promise<AcquireResult> {
     return this.operation(async () => {
-      const answer = (acquired: boolean, row: Row): AcquireResult => {
-        const replaced = acquired ? replacedOf(row) : undefined;
-        return replaced === undefined ? { acquired, ...toView(row) } : { acquired, ...toView(row), replaced };
-      };
       await this.mayCampaign();
-      // Otherwise reading first keeps followers off the row's lock while a live lease stands.
-      if (waitForLock) {
-        const [seen] = await this.query<Row>(this.statements.read, [slot]);
-        if (seen !== undefined && seen.holder !== holder && keepsOff(seen, over)) return answer(false, seen);
+      for (;;) {
+        const answer = await this.tryToTake(slot, holder, expiresAfter, options);
+        if (answer !== undefined) return answer;
       }
-      const parameters = [
-        slot,
-        holder,
-        expiresAfter,
-        this.payloads.elected,
-        over?.holder ?? null,
-        over?.term ?? null,
-        over?.expiresAt ?? null,
-        ...this.advertisedParameter(advertised),
-      ];
-      const [taken] = waitForLock ? await this.query<Row>(this.statements.take, parameters) : await this.takeInCrowd(parameters);
-      if (taken !== undefined) {
-        void this.leaveStandby(slot, holder).catch(nothing); // a leader is nobody's standby
-        return answer(true, taken);
-      }
-      if (await this.leaseLengthAdded()) return this.acquire(slot, holder, now, expiresAfter, options);
-      const [seen] = await this.query<Row>(this.statements.read, [slot]);
-      // Taken by another in between, or released again since: either way not ours.
-      return seen === undefined ? this.acquire(slot, holder, now, expiresAfter, options) : answer(false, seen);
     });
+  }
+
+  /**
+   * One try of `acquire`: its answer, or `undefined` when it must try again: the table gained
+   * `lease_ms` meanwhile (the take wrote nothing), or the slot was freed between the take
+   * that found it held and the read after it.
+   */
+  private async tryToTake(
+    slot: number,
+    holder: string,
+    expiresAfter: number,
+    { waitForLock = true, over, advertised }: AcquireOptions,
+  ): Promise<AcquireResult | undefined> {
+    // Otherwise reading first keeps followers off the row's lock while a live lease stands.
+    if (waitForLock) {
+      const [seen] = await this.query<Row>(this.statements.read, [slot]);
+      if (seen !== undefined && seen.holder !== holder && keepsOff(seen, over)) return answerOf(false, seen);
+    }
+    const parameters = [
+      slot,
+      holder,
+      expiresAfter,
+      this.payloads.elected,
+      over?.holder ?? null,
+      over?.term ?? null,
+      over?.expiresAt ?? null,
+      ...this.advertisedParameter(advertised),
+    ];
+    const [taken] = waitForLock ? await this.query<Row>(this.statements.take, parameters) : await this.takeInCrowd(parameters);
+    if (taken !== undefined) {
+      void this.leaveStandby(slot, holder).catch(nothing); // a leader is nobody's standby
+      return answerOf(true, taken);
+    }
+    if (await this.leaseLengthAdded()) return undefined;
+    const [seen] = await this.query<Row>(this.statements.read, [slot]);
+    // Taken by another in between (not ours), or released again since (try again).
+    return seen === undefined ? undefined : answerOf(false, seen);
   }
 
   /** The crowd's compare-and-set (see the statement); `LockTaken` for those who did not get the gate. */
