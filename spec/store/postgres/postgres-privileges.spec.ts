@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Pool } from 'pg';
-import { filter, firstValueFrom, lastValueFrom, Subscription, take, toArray } from 'rxjs';
+import { lastValueFrom, Subscription, take, toArray } from 'rxjs';
 import { ElectedEvent, fenced, LeadershipEvent, observeLeader, observeLeadership } from '../../../src';
 import { postgresLeaseStore } from '../../../src/postgres';
 import { eventually } from '../../../test-kit/eventually';
@@ -92,7 +92,7 @@ describe('postgresLeaseStore with the privileges docs/postgresql.md lists', () =
         [test.schema],
       )
     ).rows[0].n === 1;
-  const noLengthWarnings = () => warnings.mock.calls.filter(([, options]) => options?.code === 'OBSERVE_LEADERSHIP_NO_LEASE_LENGTH');
+  const warned = () => warnings.mock.calls.filter(([, options]) => String(options?.code).startsWith('OBSERVE_LEADERSHIP'));
 
   it('lets a role granted only what the docs list campaign, observe and fence on a table made by hand, asking for nothing more', async () => {
     const worker = await login('worker');
@@ -104,38 +104,10 @@ describe('postgresLeaseStore with the privileges docs/postgresql.md lists', () =
     const [state] = await lastValueFrom(observeLeader(watcher.store).pipe(take(1), toArray()));
     expect(state).toMatchObject({ holder: elected.holder, term: 1 });
     await expect(fenced(worker.store, elected, async (client) => (await client.query('SELECT 1 AS one')).rows[0].one)).resolves.toBe(1);
-    expect(noLengthWarnings()).toEqual([]);
+    expect(warned()).toEqual([]);
   });
 
-  it('campaigns on a table made without lease_ms that it may not alter, says once what that risks and the statement that fixes it, and takes the column up when it is added', async () => {
-    const worker = await login('worker');
-    const watcher = await login('watcher');
-    await makeByHand({ worker: worker.role, watcher: watcher.role, leaseLength: false });
-
-    const { seen, elected: election } = campaign(worker.store, { renewEvery: 100, expiresAfter: 1_000 });
-    const elected = await election;
-    await expect(fenced(worker.store, elected, async () => 'written')).resolves.toBe('written');
-    const [state] = await lastValueFrom(observeLeader(watcher.store).pipe(take(1), toArray()));
-    expect(state.holder).toBe(elected.holder);
-    expect(noLengthWarnings()).toHaveLength(1);
-    const [[message]] = noLengthWarnings();
-    expect(message).toContain(`"${test.schema}"."worker_leadership" has no lease_ms column, and this role may not add it`);
-    expect(message).toContain(
-      `Run once, as the table's owner: ALTER TABLE "${test.schema}"."worker_leadership" ADD COLUMN lease_ms bigint`,
-    );
-    expect(await leaseLengthColumn()).toBe(false);
-
-    // The owner runs the statement it was given: the leader goes on, and writes the length.
-    await test.pool.query(/Run once, as the table's owner: (.*)$/.exec(String(message))?.[1] ?? '');
-    await eventually('a renewal that wrote the lease length', async () => {
-      const { rows } = await test.pool.query(`SELECT lease_ms FROM "${test.schema}".worker_leadership WHERE slot = 0`);
-      return rows[0]?.lease_ms === '1000';
-    });
-    expect(seen.filter((event) => event.type !== 'renewed')).toEqual([elected]);
-    expect(noLengthWarnings()).toHaveLength(1);
-  });
-
-  it('advertises through the documented table, and goes without on a table made without the column, saying so once', async () => {
+  it('advertises through the documented table', async () => {
     const worker = await login('worker');
     const watcher = await login('watcher');
     await makeByHand({ worker: worker.role, watcher: watcher.role });
@@ -143,37 +115,41 @@ describe('postgresLeaseStore with the privileges docs/postgresql.md lists', () =
     expect(first.advertised).toBe('http://10.0.0.1:8080');
     const [seen] = await lastValueFrom(observeLeader(watcher.store).pipe(take(1), toArray()));
     expect(seen).toMatchObject({ holder: first.holder, advertised: 'http://10.0.0.1:8080' });
-    const noAdvertisedWarnings = () => warnings.mock.calls.filter(([, options]) => options?.code === 'OBSERVE_LEADERSHIP_NO_ADVERTISED');
-    expect(noAdvertisedWarnings()).toEqual([]);
-
-    // The same role on a table made without `advertised`, in a schema of its own.
-    subscriptions.forEach((subscription) => subscription.unsubscribe());
-    await test.pool.query(`DROP TABLE "${test.schema}".worker_leadership; DROP SEQUENCE "${test.schema}".worker_leadership_term`);
-    await makeByHand({ worker: worker.role, watcher: watcher.role, advertisedColumn: false });
-    const again = await login('worker2');
-    await test.pool.query(`GRANT ${worker.role} TO ${again.role}`);
-    const elected = await campaign(again.store, { advertise: 'http://10.0.0.1:8080' }).elected;
-    await expect(fenced(again.store, elected, async () => 'written')).resolves.toBe('written');
-    const [state] = await lastValueFrom(observeLeader(watcher.store).pipe(take(1), toArray()));
-    expect(state).toMatchObject({ holder: elected.holder, advertised: null });
-    expect(noAdvertisedWarnings()).toHaveLength(1);
-    expect(String(noAdvertisedWarnings()[0][0])).toContain(
-      `Run once, as the table's owner: ALTER TABLE "${test.schema}"."worker_leadership" ADD COLUMN advertised text`,
-    );
-    expect(noLengthWarnings()).toEqual([]);
   });
 
-  it("gives a table made without lease_ms by its owner's role the column, without a warning", async () => {
-    const owner = await login('owner');
-    const watcher = await login('watcher');
-    await makeByHand({ worker: owner.role, watcher: watcher.role, leaseLength: false });
-    await test.pool.query(
-      `ALTER TABLE "${test.schema}".worker_leadership OWNER TO ${owner.role}; ALTER SEQUENCE "${test.schema}".worker_leadership_term OWNER TO ${owner.role}`,
-    );
-    await firstValueFrom(observeLeadership(owner.store).pipe(filter((event) => event.type === 'elected')));
-    expect(await leaseLengthColumn()).toBe(true);
-    expect(noLengthWarnings()).toEqual([]);
-  });
+  it.each([
+    { left: ['lease_ms'], as: 'worker' },
+    { left: ['advertised'], as: 'worker' },
+    { left: ['lease_ms', 'advertised'], as: 'owner' },
+  ])(
+    'ends a candidate and an observer ($as) on a table made without $left with SCHEMA_MISMATCH and the statement that adds it, and campaigns once it ran',
+    async ({ left, as }) => {
+      const worker = await login(as);
+      const watcher = await login('watcher');
+      await makeByHand({
+        worker: worker.role,
+        watcher: watcher.role,
+        leaseLength: !left.includes('lease_ms'),
+        advertisedColumn: !left.includes('advertised'),
+      });
+      if (as === 'owner') await test.pool.query(`ALTER TABLE "${test.schema}".worker_leadership OWNER TO ${worker.role}`);
+      const table = `"${test.schema}"."worker_leadership"`;
+      const additions = left.map((column) => `ALTER TABLE ${table} ADD COLUMN ${column} ${column === 'lease_ms' ? 'bigint' : 'text'};`);
+      const expected = {
+        code: 'SCHEMA_MISMATCH',
+        message: `${table} has no ${left.join(' or ')} column: run once, as the table's owner: ${additions.join(' ')}`,
+      };
+
+      await expect(lastValueFrom(observeLeadership(worker.store))).rejects.toMatchObject(expected);
+      await expect(lastValueFrom(observeLeader(watcher.store))).rejects.toMatchObject(expected);
+      expect(await leaseLengthColumn()).toBe(!left.includes('lease_ms'));
+
+      await test.pool.query(additions.join(' '));
+      const elected = await campaign(worker.store, { advertise: 'http://10.0.0.1:8080' }).elected;
+      const [state] = await lastValueFrom(observeLeader(watcher.store).pipe(take(1), toArray()));
+      expect(state).toMatchObject({ holder: elected.holder, advertised: 'http://10.0.0.1:8080' });
+    },
+  );
 
   it('ends the stream of a candidate whose role may only read with DATABASE_READONLY at once, naming what it lacks; watching needs nothing more', async () => {
     const worker = await login('worker');

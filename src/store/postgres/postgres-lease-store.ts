@@ -26,14 +26,7 @@ import { ChangeListeners } from '../change-listeners';
 import { PostgresLeaseStoreConfig, resolvePostgresConfig } from './postgres-config';
 import { toLeadershipError } from './postgres-error';
 import { checkMayCampaign } from './postgres-privileges';
-import {
-  addAdvertised,
-  hasLeaseLength,
-  installPostgresSchema,
-  LeaseTableShape,
-  PostgresLeaseTable,
-  qualifiedNames,
-} from './postgres-schema';
+import { describeTable, installPostgresSchema, PostgresLeaseTable, qualifiedNames } from './postgres-schema';
 import { StoreSession } from './postgres-session';
 import { StandbyLocks } from './postgres-standby';
 import { idleBound, keepsOff, replacedOf, Row, statementsFor, toRecord, toView } from './postgres-statements';
@@ -122,12 +115,7 @@ export class PostgresLeaseStore
     handoffs: this,
     priorities: this,
   };
-  /** The statements as the table's shape allows (see `statementsFor`): with `lease_ms` until the schema says otherwise. */
-  private statements: ReturnType<typeof statementsFor>;
-  /** Which columns the table has, as last seen: `lease_ms` (the table can gain it meanwhile), `advertised`. */
-  private shape: LeaseTableShape = { leaseLength: true, advertised: true };
-  /** Whether a candidate was told that the table cannot keep what it advertises. */
-  private warnedNoAdvertised = false;
+  private readonly statements: ReturnType<typeof statementsFor>;
   /** The table and its term sequence, quoted. */
   private readonly qualified: { readonly table: string; readonly termSequence: string };
   /** What is announced on the channel: an election or a release of this table, and no other that shares the server. */
@@ -171,7 +159,7 @@ export class PostgresLeaseStore
   ) {
     this.qualified = qualifiedNames(names);
     this.tableName = `${names.schema}.${names.table}`;
-    this.statements = statementsFor(this.qualified, this.shape);
+    this.statements = statementsFor(this.qualified);
     const { table } = this.qualified;
     this.payloads = {
       elected: `elected ${table}`,
@@ -209,9 +197,8 @@ export class PostgresLeaseStore
   }
 
   /**
-   * One try of `acquire`: its answer, or `undefined` when it must try again: the table gained
-   * `lease_ms` meanwhile (the take wrote nothing), or the slot was freed between the take
-   * that found it held and the read after it.
+   * One try of `acquire`: its answer, or `undefined` when it must try again: the slot was
+   * freed between the take that found it held and the read after it.
    */
   private async tryToTake(
     slot: number,
@@ -232,14 +219,13 @@ export class PostgresLeaseStore
       over?.holder ?? null,
       over?.term ?? null,
       over?.expiresAt ?? null,
-      ...this.advertisedParameter(advertised),
+      advertised ?? null,
     ];
     const [taken] = waitForLock ? await this.query<Row>(this.statements.take, parameters) : await this.takeInCrowd(parameters);
     if (taken !== undefined) {
       void this.leaveStandby(slot, holder).catch(nothing); // a leader is nobody's standby
       return answerOf(true, taken);
     }
-    if (await this.leaseLengthAdded()) return undefined;
     const [seen] = await this.query<Row>(this.statements.read, [slot]);
     // Taken by another in between (not ours), or released again since (try again).
     return seen === undefined ? undefined : answerOf(false, seen);
@@ -254,16 +240,7 @@ export class PostgresLeaseStore
 
   renew({ slot, holder, term }: Lease, _now: ClockReading, expiresAfter: number, { advertised }: RenewOptions = {}): Promise<boolean> {
     return this.operation(async () => {
-      const rows = await this.writtenWithLength(() =>
-        this.query(this.statements.renew, [
-          slot,
-          holder,
-          term,
-          expiresAfter,
-          this.payloads.renewed,
-          ...this.advertisedParameter(advertised),
-        ]),
-      );
+      const rows = await this.query(this.statements.renew, [slot, holder, term, expiresAfter, this.payloads.renewed, advertised ?? null]);
       return rows.length === 1;
     });
   }
@@ -303,9 +280,7 @@ export class PostgresLeaseStore
   /** Writes the slot to `to` for `window` ms if it still holds `lease`, and tells everyone (see the statement). */
   handOver({ slot, holder, term }: Lease, to: string, _now: ClockReading, window: number): Promise<number | undefined> {
     return this.operation(async () => {
-      const [row] = await this.writtenWithLength(() =>
-        this.query<{ term: string }>(this.statements.handOver, [slot, holder, term, to, window, this.payloads.handoff]),
-      );
+      const [row] = await this.query<{ term: string }>(this.statements.handOver, [slot, holder, term, to, window, this.payloads.handoff]);
       return row === undefined ? undefined : Number(row.term);
     });
   }
@@ -372,7 +347,10 @@ export class PostgresLeaseStore
         const [row] = await this.query<Row>(this.statements.read, [slot]);
         return row && toView(row);
       } catch (error) {
-        if (nothingYet.has((error as { code?: string }).code ?? '')) return undefined;
+        const code = (error as { code?: string }).code ?? '';
+        if (nothingYet.has(code)) return undefined;
+        // A column missing: the error says which, and the statement that adds it.
+        if (code === '42703') await describeTable((text, values) => this.query(text, values), this.names);
         throw toLeadershipError(error);
       }
     })();
@@ -411,7 +389,7 @@ export class PostgresLeaseStore
         // Holder and term under the row's lock prove that nobody took the slot since the tenure
         // began, and nobody can until this transaction ends. The server's clock is not asked
         // whether the lease still stands: it may have stepped, and a leader's writes must not
-        // fail because it did. A row without its length (an earlier version's) is, as then.
+        // fail because it did. A row without its length (written by hand) is judged by it.
         checkLease(lease, row && toRecord(row), () => row.lease_ms !== null || Number(row.expires_at) >= Number(row.now));
         await client.query(`SET LOCAL idle_in_transaction_session_timeout = ${idleBound(row)}`);
         inWork = true;
@@ -460,60 +438,11 @@ export class PostgresLeaseStore
   }
 
   private ready(): Promise<void> {
-    this.schemaReady ??= installPostgresSchema(this.pool, this.names, (message) =>
-      process.emitWarning(`observe-leadership: ${message}`, { code: 'OBSERVE_LEADERSHIP_NO_LEASE_LENGTH' }),
-    ).then(
-      (shape) => this.useShape(shape),
-      (error: unknown) => {
-        this.schemaReady = undefined; // tried again at the next operation
-        throw error;
-      },
-    );
+    this.schemaReady ??= installPostgresSchema(this.pool, this.names).catch((error: unknown) => {
+      this.schemaReady = undefined; // tried again at the next operation
+      throw error;
+    });
     return this.schemaReady;
-  }
-
-  private useShape(shape: LeaseTableShape): void {
-    if (shape.leaseLength === this.shape.leaseLength && shape.advertised === this.shape.advertised) return;
-    this.shape = shape;
-    this.statements = statementsFor(this.qualified, shape);
-  }
-
-  /**
-   * The parameter that says what a candidate advertises, where the table keeps it (the
-   * statements take it last); where it does not (a table made by hand without the column,
-   * for a role that may not add it), the candidate advertises nothing, and is told once.
-   */
-  private advertisedParameter(advertised: string | undefined): unknown[] {
-    if (this.shape.advertised) return [advertised ?? null];
-    if (advertised !== undefined && !this.warnedNoAdvertised) {
-      this.warnedNoAdvertised = true;
-      process.emitWarning(
-        `observe-leadership: ${this.qualified.table} has no advertised column, and this role may not add it (only the table's owner may): ` +
-          `followers see nothing of what this candidate advertises. Run once, as the table's owner: ${addAdvertised(this.names)}`,
-        { code: 'OBSERVE_LEADERSHIP_NO_ADVERTISED' },
-      );
-    }
-    return [];
-  }
-
-  /**
-   * A write of a tenure's row (a renewal, a handover), written again once if it wrote nothing
-   * because `lease_ms` was added meanwhile (see `leaseLengthAdded`).
-   */
-  private async writtenWithLength<R>(write: () => Promise<R[]>): Promise<R[]> {
-    const rows = await write();
-    return rows.length > 0 || !(await this.leaseLengthAdded()) ? rows : write();
-  }
-
-  /**
-   * After a write that did nothing on a table used without `lease_ms`: whether the column
-   * was added since (the writes then do nothing, see `statementsFor`), in which case the
-   * store writes with it from now on.
-   */
-  private async leaseLengthAdded(): Promise<boolean> {
-    if (this.shape.leaseLength || !(await hasLeaseLength((text, values) => this.query(text, values), this.names))) return false;
-    this.useShape({ ...this.shape, leaseLength: true });
-    return true;
   }
 
   private query<R extends QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {

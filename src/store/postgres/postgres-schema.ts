@@ -26,42 +26,25 @@ export function qualifiedNames({ schema, table }: PostgresLeaseTable): { table: 
  * and a sequence never goes back, whatever is deleted, so every tenure's term is greater
  * than every term granted before, on every slot. `lease_ms` is the lease's length as its
  * holder wrote it: the server's clock may step, so followers time a lease by watching it
- * for that long rather than by comparing `expires_at` with that clock.
+ * for that long rather than by comparing `expires_at` with that clock. `advertised` is what
+ * the holder advertises.
  */
 const expectedColumns: Record<string, string> = {
   slot: 'bigint',
   holder: 'text',
   expires_at: 'bigint',
   term: 'bigint',
+  lease_ms: 'bigint',
+  advertised: 'text',
 };
-
-/** The one statement that gives a table made without it its `lease_ms` (only the table's owner may run it). */
-function addLeaseLength(names: PostgresLeaseTable): string {
-  return `ALTER TABLE ${qualifiedNames(names).table} ADD COLUMN lease_ms bigint`;
-}
-
-/** The one statement that gives a table made without it its `advertised` column (only the table's owner may run it). */
-export function addAdvertised(names: PostgresLeaseTable): string {
-  return `ALTER TABLE ${qualifiedNames(names).table} ADD COLUMN advertised text`;
-}
 
 /** Sends one statement, resolving with its rows. */
 type Query = (text: string, values: unknown[]) => Promise<unknown[]>;
-
-/** What the statements may count on, once the schema is made. */
-export interface LeaseTableShape {
-  /** Whether the table has `lease_ms`: without it, leases are judged by the server's clock. */
-  readonly leaseLength: boolean;
-  /** Whether the table has `advertised`: without it, candidates advertise nothing. */
-  readonly advertised: boolean;
-}
 
 /** The catalog's answer about the lease table (see `describeTable`). */
 interface Found {
   readonly schema: boolean;
   readonly sequence: boolean;
-  /** Whether this role may alter the table (it owns it, or is a member of its owner): only an owner may add a column. */
-  readonly owner: boolean;
   /** The table's columns and their types; empty when there is no table. */
   readonly columns: Record<string, string>;
 }
@@ -70,24 +53,14 @@ interface Found {
  * Creates what is missing, and only that, then checks that the table has the shape the
  * statements need. A role granted only what the documentation lists (`SELECT, INSERT,
  * UPDATE, DELETE` on a table made by hand, `USAGE` on its sequence) creates nothing and is
- * asked for nothing more: no `CREATE SCHEMA` when the schema exists, no `ALTER TABLE` it
- * may not run. A table without `lease_ms` that this role may not alter is used as it is,
- * its leases judged by the server's clock, and `warn` is told once what that risks and
- * the one statement that fixes it. Creation runs under a transaction-scoped advisory lock,
- * so that candidates starting together do not race on the catalog; the lock only orders
- * the creation and is never a source of truth for leadership.
+ * asked for nothing more: no `CREATE SCHEMA` when the schema exists. Creation runs under a
+ * transaction-scoped advisory lock, so that candidates starting together do not race on the
+ * catalog; the lock only orders the creation and is never a source of truth for leadership.
  */
-export async function installPostgresSchema(
-  pool: Pool,
-  names: PostgresLeaseTable,
-  warn: (message: string) => void,
-): Promise<LeaseTableShape> {
+export async function installPostgresSchema(pool: Pool, names: PostgresLeaseTable): Promise<void> {
   const query: Query = async (text, values) => (await pool.query(text, values)).rows;
   let found = await describeTable(query, names);
-  const whole = (columns: Record<string, string>) => columns.lease_ms !== undefined && columns.advertised !== undefined;
-  if (found.sequence && (whole(found.columns) || (hasTable(found) && !found.owner && found.columns.lease_ms !== undefined))) {
-    return shapeOf(found);
-  }
+  if (found.sequence && hasTable(found)) return;
   const { table, termSequence } = qualifiedNames(names);
   const creations = [
     found.schema ? '' : `CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(names.schema)}`,
@@ -95,45 +68,24 @@ export async function installPostgresSchema(
       ? ''
       : `CREATE TABLE IF NOT EXISTS ${table} (slot bigint PRIMARY KEY, holder text NOT NULL, expires_at bigint NOT NULL, term bigint NOT NULL, lease_ms bigint, advertised text)`,
     found.sequence ? '' : `CREATE SEQUENCE IF NOT EXISTS ${termSequence}`,
-    hasTable(found) && found.owner ? `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS lease_ms bigint` : '',
-    hasTable(found) && found.owner ? `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS advertised text` : '',
   ].filter(Boolean);
-  if (creations.length > 0) {
-    try {
-      await inTransaction(pool, async (client) => {
-        await client.query(`SELECT pg_advisory_xact_lock(hashtext('observe-leadership schema'))`);
-        for (const creation of creations) await client.query(creation);
-      });
-    } catch (error) {
-      if ((error as { code?: string }).code !== '42501') throw error;
-      throw new LeadershipError(
-        'DATABASE_READONLY',
-        `${describeMissing(found, names)} and this role may not create it (${(error as Error).message}): ` +
-          'create it as docs/postgresql.md shows, or grant the role CREATE on the schema',
-        { cause: error },
-      );
-    }
-    found = await describeTable(query, names);
+  try {
+    await inTransaction(pool, async (client) => {
+      await client.query(`SELECT pg_advisory_xact_lock(hashtext('observe-leadership schema'))`);
+      for (const creation of creations) await client.query(creation);
+    });
+  } catch (error) {
+    if ((error as { code?: string }).code !== '42501') throw error;
+    throw new LeadershipError(
+      'DATABASE_READONLY',
+      `${describeMissing(found, names)} and this role may not create it (${(error as Error).message}): ` +
+        'create it as docs/postgresql.md shows, or grant the role CREATE on the schema',
+      { cause: error },
+    );
   }
+  found = await describeTable(query, names);
   if (!hasTable(found) || !found.sequence)
     throw new LeadershipError('SCHEMA_MISMATCH', `${describeMissing(found, names)} after creating it`);
-  if (found.columns.lease_ms !== undefined) return shapeOf(found);
-  warn(
-    `${table} has no lease_ms column, and this role may not add it (only the table's owner may): ` +
-      `leases are judged by the database server's clock, so a step of that clock (NTP, a resumed VM) ` +
-      `can make two leaders at once (forward) or none for the step's length (back). ` +
-      `Run once, as the table's owner: ${addLeaseLength(names)}`,
-  );
-  return shapeOf(found);
-}
-
-function shapeOf(found: Found): LeaseTableShape {
-  return { leaseLength: found.columns.lease_ms !== undefined, advertised: found.columns.advertised !== undefined };
-}
-
-/** Whether the table has `lease_ms` now (a table used without it may have been given it since). */
-export async function hasLeaseLength(query: Query, names: PostgresLeaseTable): Promise<boolean> {
-  return (await describeTable(query, names)).columns.lease_ms !== undefined;
 }
 
 function hasTable(found: Found): boolean {
@@ -148,33 +100,36 @@ function describeMissing(found: Found, names: PostgresLeaseTable): string {
 }
 
 /** What the catalog says of the schema, the table and its sequence; throws if the table has another shape. */
-async function describeTable(query: Query, names: PostgresLeaseTable): Promise<Found> {
+export async function describeTable(query: Query, names: PostgresLeaseTable): Promise<Found> {
   const { table, termSequence } = qualifiedNames(names);
   // The catalog, not information_schema, which hides what the role has no privilege on: a
   // role that may only read the table must still find the sequence there.
   const rows = (await query(
     `SELECT to_regnamespace($1) IS NOT NULL AS schema, to_regclass($3) IS NOT NULL AS sequence,
-       coalesce(pg_has_role(relation.relowner, 'USAGE'), false) AS owner,
        ARRAY(SELECT ARRAY[attname::text, format_type(atttypid, atttypmod)] FROM pg_attribute
-         WHERE attrelid = to_regclass($2) AND attnum > 0 AND NOT attisdropped) AS columns
-     FROM (SELECT 1) AS one LEFT JOIN pg_class AS relation ON relation.oid = to_regclass($2)`,
+         WHERE attrelid = to_regclass($2) AND attnum > 0 AND NOT attisdropped) AS columns`,
     [quoteIdentifier(names.schema), table, termSequence],
-  )) as Array<{ schema: boolean; sequence: boolean; owner: boolean; columns: Array<[string, string]> }>;
-  const [{ schema, sequence, owner, columns: pairs }] = rows;
+  )) as Array<{ schema: boolean; sequence: boolean; columns: Array<[string, string]> }>;
+  const [{ schema, sequence, columns: pairs }] = rows;
   const columns: Record<string, string> = Object.fromEntries(pairs);
-  const found: Found = { schema, sequence, owner, columns };
+  const found: Found = { schema, sequence, columns };
   if (!hasTable(found)) return found;
-  const wrong = Object.entries(expectedColumns).filter(([column, type]) => columns[column] !== type);
-  if (columns.lease_ms !== undefined && columns.lease_ms !== 'bigint') wrong.push(['lease_ms', 'bigint']);
-  if (columns.advertised !== undefined && columns.advertised !== 'text') wrong.push(['advertised', 'text']);
-  if (wrong.length > 0) {
-    const shape = [...Object.entries(expectedColumns), ['lease_ms', 'bigint'], ['advertised', 'text']]
-      .map(([column, type]) => `${column} ${type}`)
-      .join(', ');
-    throw new LeadershipError(
-      'SCHEMA_MISMATCH',
-      `${table} exists with another shape: expected ${shape}; got ${pairs.map(([column, type]) => `${column} ${type}`).join(', ')}`,
-    );
-  }
+  const missing = Object.keys(expectedColumns).filter((column) => columns[column] === undefined);
+  const wrong = Object.entries(expectedColumns).filter(([column, type]) => columns[column] !== undefined && columns[column] !== type);
+  if (wrong.length > 0 || missing.length > 0) throw new LeadershipError('SCHEMA_MISMATCH', mismatch(table, pairs, missing, wrong));
   return found;
+}
+
+/**
+ * What is wrong with the table's shape: a table made by hand without a column it needs
+ * (`lease_ms`, `advertised`) gets the statement that adds it, which only its owner may run.
+ */
+function mismatch(table: string, pairs: Array<[string, string]>, missing: string[], wrong: Array<[string, string]>): string {
+  if (wrong.length === 0) {
+    const additions = missing.map((column) => `ALTER TABLE ${table} ADD COLUMN ${column} ${expectedColumns[column]};`);
+    return `${table} has no ${missing.join(' or ')} column: run once, as the table's owner: ${additions.join(' ')}`;
+  }
+  const expected = Object.entries(expectedColumns).map(([column, type]) => `${column} ${type}`);
+  const got = pairs.map(([column, type]) => `${column} ${type}`);
+  return `${table} exists with another shape: expected ${expected.join(', ')}; got ${got.join(', ')}`;
 }

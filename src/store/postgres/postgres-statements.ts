@@ -1,7 +1,6 @@
 import type { QueryResultRow } from 'pg';
 import { MAX_DELAY } from '../../core/argument-check';
 import type { LeaseRecord, LeaseView } from '../lease-store';
-import type { LeaseTableShape } from './postgres-schema';
 
 /*
  * The PostgreSQL store's SQL, and how its rows are read: every statement the store sends,
@@ -28,39 +27,26 @@ export interface Row extends QueryResultRow {
   holder: string;
   term: string;
   expires_at: string;
-  /** The lease's length as its holder wrote it; `null` for a row written by an earlier version. */
+  /** The lease's length as its holder wrote it; `null` only for a row written by hand. */
   lease_ms: string | null;
   /** What the row's holder advertises; `null` for nothing (see `readAdvertised`). */
   advertised?: string | null;
   now: string;
 }
 
-/**
- * The lease's length, read whether or not the table has the column yet (an observer may
- * read a table that only an earlier version's candidates wrote, or one made without it).
- */
-const readLength = `(to_jsonb(lease) ->> 'lease_ms')::bigint AS lease_ms`;
-
 /*
  * What a tenure's holder advertises (the `advertise` option) is kept in the row's
  * `advertised` column, with the holder that wrote it: `{"holder": ..., "value": ...}`. It is
- * read back only while that holder holds the row, so that a takeover by a candidate that
- * writes nothing there (an earlier version) never shows the value of the leader before.
- * Read whether or not the table has the column, as `lease_ms`.
+ * read back only while that holder holds the row.
  */
 const advertisedOf = (row: string) =>
-  `CASE WHEN ((to_jsonb(${row}) ->> 'advertised')::jsonb ->> 'holder') = ${row}.holder
-    THEN (to_jsonb(${row}) ->> 'advertised')::jsonb ->> 'value' END AS advertised`;
+  `CASE WHEN (${row}.advertised::jsonb ->> 'holder') = ${row}.holder THEN ${row}.advertised::jsonb ->> 'value' END AS advertised`;
 
 /** What a write stores in `advertised`: `$value` (a text parameter, NULL for nothing) for holder `$holder`. */
 const advertisedWritten = (holder: string, value: string) =>
   `CASE WHEN ${value}::text IS NOT NULL THEN json_build_object('holder', ${holder}::text, 'value', ${value}::text)::text END`;
 
 type Names = { table: string; termSequence: string };
-
-/** Writes nothing once the table has `lease_ms` (see `statementsFor`). */
-const noLengthYet = (table: string) =>
-  `NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = ${literal(table)}::regclass AND attname = 'lease_ms' AND NOT attisdropped)`;
 
 /**
  * Takes the slot if it is free, expired, already `$2`'s, or exactly the lease the follower
@@ -74,25 +60,21 @@ const noLengthYet = (table: string) =>
  * judged by it: it is taken only as exactly the lease ($5, $6, $7: holder, term, expiry)
  * that the follower watched unchanged for that length on its own monotonic clock (see
  * LeaseObservation), which a renewal or a takeover meanwhile changes. A row without a
- * length (from an earlier version, or a table without the column) is judged by the
- * server's clock, strictly past its end as the original worker judges.
+ * length (written by hand) is judged by the server's clock, strictly past its end as the
+ * original worker judges.
  */
-function upsertText({ table, termSequence }: Names, shape: LeaseTableShape, { from = '', where = [] as string[] } = {}): string {
-  const { leaseLength, advertised } = shape;
+function upsertText({ table, termSequence }: Names, { from = '', where = '' } = {}): string {
   const nextTerm = `nextval(${literal(termSequence)})`;
-  const conditions = leaseLength ? where : [...where, noLengthYet(table)];
-  return `INSERT INTO ${table} AS lease (slot, holder, expires_at, term${leaseLength ? ', lease_ms' : ''}${advertised ? ', advertised' : ''})
-      SELECT $1, $2, clock.now + $3, ${nextTerm}${leaseLength ? ', $3' : ''}${advertised ? `, ${advertisedWritten('$2', '$8')}` : ''}
-      FROM ${from}(SELECT ${serverNow} AS now) AS clock ${conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : ''}
+  return `INSERT INTO ${table} AS lease (slot, holder, expires_at, term, lease_ms, advertised)
+      SELECT $1, $2, clock.now + $3, ${nextTerm}, $3, ${advertisedWritten('$2', '$8')}
+      FROM ${from}(SELECT ${serverNow} AS now) AS clock ${where}
       ON CONFLICT (slot) DO UPDATE
-        SET holder = excluded.holder, expires_at = excluded.expires_at, term = ${nextTerm}${leaseLength ? ', lease_ms = excluded.lease_ms' : ''}${
-          advertised ? ', advertised = excluded.advertised' : ''
-        }
+        SET holder = excluded.holder, expires_at = excluded.expires_at, term = ${nextTerm}, lease_ms = excluded.lease_ms,
+          advertised = excluded.advertised
         WHERE lease.holder = excluded.holder
-          OR (${leaseLength ? 'lease.lease_ms IS NULL AND ' : ''}lease.expires_at < excluded.expires_at - $3)
+          OR (lease.lease_ms IS NULL AND lease.expires_at < excluded.expires_at - $3)
           OR (lease.holder = $5 AND lease.term = $6 AND lease.expires_at = $7)
-      RETURNING holder, term, expires_at, ${leaseLength ? 'lease_ms' : 'NULL::bigint AS lease_ms'}, ${advertised ? advertisedOf('lease') : 'NULL AS advertised'},
-        expires_at - $3 AS now`;
+      RETURNING holder, term, expires_at, lease_ms, ${advertisedOf('lease')}, expires_at - $3 AS now`;
 }
 
 /** The slot's row before the statement wrote, for a take to say what it replaced (see `replacedOf`). */
@@ -100,11 +82,11 @@ const previous = (table: string) => `previous AS (SELECT holder, term, expires_a
 const replacedColumns = `previous.holder AS replaced_holder, previous.term AS replaced_term, previous.expires_at AS replaced_expires_at`;
 
 /** The statements that write a lease: each announces what it did on the channel, for followers and observers that listen. */
-function writeStatements(names: Names, shape: LeaseTableShape) {
+function writeStatements(names: Names) {
   const { table } = names;
   return {
     // `previous` reads the row as the statement found it: what the take replaced, if anything.
-    take: `WITH ${previous(table)}, taken AS (${upsertText(names, shape)})
+    take: `WITH ${previous(table)}, taken AS (${upsertText(names)})
       SELECT taken.holder, taken.term, taken.expires_at, taken.lease_ms, taken.advertised, taken.now, ${replacedColumns}, pg_notify('${channel}', $4)
       FROM taken LEFT JOIN previous ON true`,
     // The same for an attempt that every follower makes when a release is announced: only
@@ -114,7 +96,7 @@ function writeStatements(names: Names, shape: LeaseTableShape) {
     // the compare-and-set alone decides who leads.
     // The gate's key is the election's payload (this table) and the slot.
     takeInCrowd: `WITH gate AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtextextended($4, $1)) AS open), ${previous(table)},
-      taken AS (${upsertText(names, shape, { from: 'gate, ', where: ['gate.open'] })})
+      taken AS (${upsertText(names, { from: 'gate, ', where: 'WHERE gate.open' })})
       SELECT gate.open, taken.holder, taken.term, taken.expires_at, taken.lease_ms, taken.advertised, taken.now, ${replacedColumns},
         CASE WHEN taken.holder IS NOT NULL THEN pg_notify('${channel}', $4) END AS notified
       FROM gate LEFT JOIN taken ON true LEFT JOIN previous ON true`,
@@ -126,11 +108,9 @@ function writeStatements(names: Names, shape: LeaseTableShape) {
     // not there. A lease that had ended before the renewal arrived is renewed if nobody
     // took it, as on SQLite.
     // Followers that time the lease by watching it (the standbys listen) hear of it at once.
-    // What the leader advertises now is written with it ($6, where the table has the column).
-    renew: `WITH renewed AS (UPDATE ${table} SET expires_at = ${serverNow} + $4${shape.leaseLength ? ', lease_ms = $4' : ''}${
-      shape.advertised ? `, advertised = ${advertisedWritten('$2', '$6')}` : ''
-    }
-        WHERE slot = $1 AND holder = $2 AND term = $3${shape.leaseLength ? '' : ` AND ${noLengthYet(table)}`}
+    // What the leader advertises now is written with it ($6).
+    renew: `WITH renewed AS (UPDATE ${table} SET expires_at = ${serverNow} + $4, lease_ms = $4, advertised = ${advertisedWritten('$2', '$6')}
+        WHERE slot = $1 AND holder = $2 AND term = $3
         AND (SELECT lease.expires_at >= ${serverNow} OR lease.expires_at < ${arrival}
           FROM (SELECT expires_at FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease)
         RETURNING slot)
@@ -139,8 +119,8 @@ function writeStatements(names: Names, shape: LeaseTableShape) {
     // (the old leader's renewals and fenced work fail from here), which `$4` takes at once as
     // its own row and everybody else only once it ends. Tells everyone (`$6`: the word's start).
     handOver: `WITH handed AS (UPDATE ${table} SET holder = $4, term = nextval(${literal(names.termSequence)}),
-        expires_at = ${serverNow} + $5${shape.leaseLength ? ', lease_ms = $5' : ''}
-        WHERE slot = $1 AND holder = $2 AND term = $3${shape.leaseLength ? '' : ` AND ${noLengthYet(table)}`}
+        expires_at = ${serverNow} + $5, lease_ms = $5
+        WHERE slot = $1 AND holder = $2 AND term = $3
         RETURNING slot, holder, term)
       SELECT term, pg_notify('${channel}', $6 || json_build_object('kind', 'handed', 'slot', slot, 'to', holder, 'term', term)::text)
       FROM handed`,
@@ -150,24 +130,17 @@ function writeStatements(names: Names, shape: LeaseTableShape) {
   };
 }
 
-/**
- * The statements of a table, as its shape allows: with `lease_ms` (`leaseLength`), every
- * lease written says its length; without it (a table made by hand without the column, for
- * a role that may not add it), leases are judged by the server's clock, and every write
- * does nothing once the column exists (someone added it meanwhile): a lease written then
- * without its length would keep the length of the tenure before, so the store looks again
- * and writes with it.
- */
-export function statementsFor(names: Names, shape: LeaseTableShape) {
+/** Every statement the store sends to the table `names`, by name. */
+export function statementsFor(names: Names) {
   const { table } = names;
   return {
-    ...writeStatements(names, shape),
-    read: `SELECT holder, term, expires_at, ${readLength}, ${advertisedOf('lease')}, ${serverNow} AS now FROM ${table} AS lease WHERE slot = $1`,
+    ...writeStatements(names),
+    read: `SELECT holder, term, expires_at, lease_ms, ${advertisedOf('lease')}, ${serverNow} AS now FROM ${table} AS lease WHERE slot = $1`,
     // Word to every candidate that listens: a request for a handoff. Needs no right on the table.
     tell: `SELECT pg_notify('${channel}', $1)`,
     hasTable: `SELECT to_regclass(${literal(table)}) IS NOT NULL AS found`,
     // The lock comes first, the clock after it: the outer select runs once the row is locked.
-    lockForFencing: `SELECT lease.holder, lease.term, lease.expires_at, ${readLength}, ${serverNow} AS now
+    lockForFencing: `SELECT lease.holder, lease.term, lease.expires_at, lease.lease_ms, ${serverNow} AS now
       FROM (SELECT * FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease`,
     // Standby places: the first free of `$2` advisory locks of the slot, on the session.
     standBy: `SELECT place FROM generate_series(0, $2::int - 1) AS place WHERE pg_try_advisory_lock(hashtext($1), place) LIMIT 1`,
