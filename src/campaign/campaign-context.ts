@@ -4,6 +4,7 @@ import type { ClockReading, LeaseRecord, LeaseStore, StoreCapabilities } from '.
 import type { Following, Leading, Phase } from './campaign-phase';
 import type { LockRetry } from '../pacing/lock-retry';
 import type { OneInFlight } from '../pacing/one-in-flight';
+import type { PriorityAid } from './aids/priority';
 
 /** The durations that drive a campaign, in milliseconds (see `LeadershipConfig`). */
 export interface CampaignTiming {
@@ -64,8 +65,8 @@ export interface CampaignContext {
   /** Now, in whole ms on the scheduler's clock. */
   now(): number;
   lease(term: number, holder?: string): Lease;
-  /** When this candidate last declared its priority, on its clock (see `FollowerSteps.declarePriority`); -Infinity for never. */
-  declaredAt: number;
+  /** Its part in priorities: its own declaration, and when its follower puts an attempt off. */
+  readonly priority: PriorityAid;
   /** What this candidate advertises now, written with each tenure and renewal; nothing when `undefined`. */
   readonly advertised: string | undefined;
   /** The `elected` or `renewed` event of `leading`'s tenure, with what its lease advertises. */

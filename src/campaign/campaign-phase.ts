@@ -1,6 +1,7 @@
 import type { Lease } from '../core/leadership-event';
 import type { TenureWatch } from '../store/lease-store';
 import { LeaseObservation } from '../pacing/lease-observation';
+import { Deferral } from './aids/priority';
 
 /**
  * The phase a campaign is in. Each phase holds only what is true in it, so that a follower's
@@ -54,21 +55,8 @@ export interface Following {
   ended: Lease | undefined;
   /** What it knows of how long the lease it last saw has left. */
   readonly observation: LeaseObservation;
-  /**
-   * Whether the attempt due now was put off already, for a candidate of a higher priority
-   * (see `FollowerSteps.tryToAcquire`), or must not be (a handoff named this one): it is made
-   * as it comes.
-   */
-  deferred: boolean;
-  /**
-   * Whether the slot may have been freed since this follower last found it held: nothing
-   * found yet, or a change other than a renewal heard since (see `FollowerSteps.putOff`).
-   */
-  mayBeFree: boolean;
-  /** Until when, on the campaign's clock, the lease it last found stands by its count. */
-  heldUntil: number;
-  /** The highest priority another candidate declared, as last read, and when (see `FollowerSteps.putOff`). */
-  declared: { readonly priority: number; readonly at: number } | undefined;
+  /** What it knows for putting attempts off for a candidate of a higher priority. */
+  readonly deferral: Deferral;
   /** The tenure it gave up, while its release or handover is still being tried (see `Campaign.stepAside`). */
   ending: Lease | undefined;
 }
@@ -106,10 +94,7 @@ export function following(activity: FollowerActivity = { name: 'waiting' }): Fol
     leaderWatch: undefined,
     ended: undefined,
     observation: new LeaseObservation(),
-    deferred: false,
-    mayBeFree: true,
-    heldUntil: -Infinity,
-    declared: undefined,
+    deferral: new Deferral(),
     ending: undefined,
   };
 }

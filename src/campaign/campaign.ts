@@ -15,6 +15,7 @@ import { FollowerSteps } from './follower-steps';
 import { LeaderSteps } from './leader-steps';
 import { LockRetry } from '../pacing/lock-retry';
 import { OneInFlight } from '../pacing/one-in-flight';
+import { PriorityAid } from './aids/priority';
 
 export type { CampaignTiming };
 
@@ -64,6 +65,7 @@ export class Campaign implements CampaignContext {
   });
   readonly lockRetry = new LockRetry();
   readonly powers: StoreCapabilities;
+  readonly priority: PriorityAid;
   private readonly follower = new FollowerSteps(this);
   private readonly leader = new LeaderSteps(this);
 
@@ -76,11 +78,11 @@ export class Campaign implements CampaignContext {
     readonly scheduler: SchedulerLike,
   ) {
     this.powers = store.capabilities ?? {};
+    this.priority = new PriorityAid(this.powers.priorities, this);
   }
 
   /** What this candidate advertises now (see `advertise`). */
   advertised: string | undefined;
-  declaredAt = -Infinity;
 
   /**
    * What this candidate advertises from now on: written with its next tenure, and by a
@@ -258,9 +260,7 @@ export class Campaign implements CampaignContext {
     const leading: Leading =
       replaced !== undefined && lockDelay > 0 ? { ...won, quietUntil: Math.ceil(this.scheduler.now()) + lockDelay } : won;
     this.follower.endFollowing(follower);
-    // A leader needs no preference while it holds the slot, and one that dies leaves none
-    // behind for the others to wait for; it declares again once it follows.
-    this.withdrawPriority();
+    this.priority.withdraw();
     // Stopped meanwhile: the release at the end needs the term.
     if (this.phase !== follower) return void (this.phase = { name: 'stopped', left: leading });
     if (this.now() >= leading.expiresAt) {
@@ -297,7 +297,7 @@ export class Campaign implements CampaignContext {
     if (phase.name !== 'stopped') return;
     const { left } = phase;
     this.lockRetry.clear();
-    this.withdrawPriority();
+    this.priority.withdraw();
     if (left.name === 'leading') return this.release(this.lease(left.term));
     const standing = standsBy(left);
     this.follower.endFollowing(left);
@@ -308,14 +308,6 @@ export class Campaign implements CampaignContext {
     // leader) until it expires: tried again while the lock is taken, as a release is.
     if (standing && places) this.throughLock(() => places.leaveStandby(this.slot, this.holder), nothing);
   };
-
-  /** Withdraws the priority this candidate declared, if it did: best effort, a declaration also runs out by itself. */
-  private withdrawPriority(): void {
-    const priorities = this.powers.priorities;
-    if (priorities === undefined || this.declaredAt === -Infinity) return;
-    this.declaredAt = -Infinity;
-    bestEffort(() => priorities.declare(this.slot, this.holder, 0, this.reading(), this.timing.expiresAfter));
-  }
 
   /**
    * Frees the slot (at the end, or on stepping down), trying again while the lock is taken,

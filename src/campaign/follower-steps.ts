@@ -1,5 +1,5 @@
 import { LeadershipError } from '../core/leadership-error';
-import { isPromiseLike, valueNow } from '../core/eventually';
+import { isPromiseLike } from '../core/eventually';
 import { stands } from '../store/lease-check';
 import { AcquireResult, ChangeOrigin, LeaseChange, LeaseRecord, LockTaken, sameTenure } from '../store/lease-store';
 import type { CampaignContext } from './campaign-context';
@@ -54,12 +54,12 @@ export class FollowerSteps {
     if (this.campaign.phase !== follower || activity.name === 'sitting-out') return;
     // Anything but a renewal may have freed the slot.
     const freeing = change !== 'renewal';
-    if (freeing) follower.mayBeFree = true;
+    if (freeing) follower.deferral.mayBeFree = true;
     // The answer on its way may predate the change: another attempt follows it.
     if (activity.name === 'acquiring') return void (activity.changedMeanwhile = true);
     // An attempt put off for a candidate of a higher priority comes at its time, proof or not;
     // a release heard meanwhile gives that candidate its `retryEvery` from now.
-    if (follower.deferred && activity.name === 'due') {
+    if (follower.deferral.deferred && activity.name === 'due') {
       if (freeing) this.campaign.wake(this.attempt, this.campaign.timing.retryEvery);
       return;
     }
@@ -84,8 +84,8 @@ export class FollowerSteps {
     // At once, not on a timer: the word was heard on one already (see `Campaign.onHandoffWord`).
     // Named, it goes first whatever the priorities.
     follower.activity = { name: 'due' };
-    follower.deferred = true;
-    follower.mayBeFree = true;
+    follower.deferral.deferred = true;
+    follower.deferral.mayBeFree = true;
     this.campaign.clearTimer();
     this.campaign.flights.whenSettled(this.attempt);
   }
@@ -129,11 +129,6 @@ export class FollowerSteps {
     this.attempt();
   }
 
-  /** Whether others let this candidate take a free slot first: it declares a priority above 0 to a store that keeps it. */
-  private preferred(): boolean {
-    return (this.campaign.timing.priority ?? 0) > 0 && this.campaign.powers.priorities !== undefined;
-  }
-
   /** Ends what a follower watches: changes, and the leader's tenure. */
   endFollowing(follower: Following): void {
     this.listen(follower, false);
@@ -149,8 +144,8 @@ export class FollowerSteps {
     // Others let it go first from its declaration on: it hears a release from then on too,
     // not only once its standby place is answered (a release in between left the slot to
     // the others, which waited retryEvery for it, while it polled).
-    if (this.preferred()) this.listen(follower, true);
-    this.declarePriority();
+    if (campaign.priority.preferred) this.listen(follower, true);
+    campaign.priority.declare();
     if (this.putOff(follower, waitForLock)) return;
     follower.activity = { name: 'acquiring', changedMeanwhile: false };
     const sentAt = campaign.now();
@@ -166,73 +161,15 @@ export class FollowerSteps {
     );
   }
 
-  /**
-   * Puts the attempt off by `retryEvery` when a standing candidate of a higher priority
-   * declared itself: if the slot is free, that one takes it meanwhile (it listens, and tries
-   * at once), and this attempt then finds it taken; if that one is gone, this attempt comes
-   * only that much later. Once put off, the attempt is made if the slot may be free by then:
-   * a release or a proof heard, or, for a follower that does not hear them, the lease last
-   * found run out by its count. A slot last found held, with nothing heard since, was not
-   * freed for it: trying would only race a release on its way (made at the leader's renewal,
-   * as a preempting leader's is) with the candidate it defers to, so it is put off again
-   * while that one's declaration stands.
-   */
+  /** Puts the attempt off for a candidate of a higher priority, if it should be (see `PriorityAid.putOffFor`). */
   private putOff(follower: Following, waitForLock: boolean): boolean {
     const { campaign } = this;
-    if (follower.deferred) {
-      follower.deferred = false;
-      const hears = follower.stopListening !== undefined && campaign.powers.changes?.isWatching() === true;
-      if (follower.mayBeFree || (!hears && campaign.now() > follower.heldUntil)) return false;
-    }
-    if (this.highestDeclared(follower, waitForLock) <= (campaign.timing.priority ?? 0)) return false;
-    follower.deferred = true;
+    const hears = follower.stopListening !== undefined && campaign.powers.changes?.isWatching() === true;
+    const delay = campaign.priority.putOffFor(follower.deferral, waitForLock, hears);
+    if (delay === undefined) return false;
     follower.activity = { name: 'due' };
-    campaign.wake(waitForLock ? this.attempt : this.attemptInCrowd, campaign.timing.retryEvery);
+    campaign.wake(waitForLock ? this.attempt : this.attemptInCrowd, delay);
     return true;
-  }
-
-  /**
-   * The highest priority another candidate declared. In a crowd, a store that reads the
-   * database for it is asked only while this follower knows of a declaration (SQLite: in a
-   * rollback journal, a read by every one of the crowd would keep the one that writes from
-   * committing), so that candidates that use no priority pay nothing; a declaration made
-   * since is seen at the next attempt made alone (a poll). A store whose answer comes later
-   * (a promise) is not waited for: every candidate is equal there, as after an error.
-   */
-  private highestDeclared(follower: Following, waitForLock: boolean): number {
-    const { campaign } = this;
-    const priorities = campaign.powers.priorities;
-    const now = campaign.now();
-    const { declared } = follower;
-    const known = declared !== undefined && declared.priority > 0 && now - declared.at < campaign.timing.expiresAfter;
-    if (priorities === undefined || (!waitForLock && !known && priorities.heard !== true)) return 0;
-    try {
-      const highest = valueNow(priorities.highest(campaign.slot, campaign.holder, campaign.reading()));
-      follower.declared = highest === undefined ? undefined : { priority: highest, at: now };
-    } catch {
-      follower.declared = undefined; // a lock or an error: the attempt tells
-    }
-    return follower.declared?.priority ?? 0;
-  }
-
-  /**
-   * Declares this candidate's priority, if above 0, at its first attempt and again before
-   * the declaration runs out (each lasts `expiresAfter`); beside the operation in flight,
-   * as a standby place is claimed: best effort, nothing waits for it.
-   */
-  private declarePriority(): void {
-    const { campaign } = this;
-    const { priority = 0, expiresAfter } = campaign.timing;
-    const priorities = campaign.powers.priorities;
-    const now = campaign.now();
-    if (priority <= 0 || priorities === undefined || now - campaign.declaredAt < expiresAfter / 3) return;
-    campaign.declaredAt = now;
-    try {
-      const declared = priorities.declare(campaign.slot, campaign.holder, priority, campaign.reading(), expiresAfter);
-      if (isPromiseLike(declared)) declared.then(undefined, () => (campaign.declaredAt = -Infinity));
-    } catch {
-      campaign.declaredAt = -Infinity; // again at the next attempt
-    }
   }
 
   private onAcquireResult(follower: Following, result: AcquireResult, sentAt: number, advertised: string | undefined): void {
@@ -259,8 +196,8 @@ export class FollowerSteps {
     if (campaign.phase !== follower) return;
     const expiresIn = follower.observation.remaining(result, campaign.now());
     // Found held: freed since only if a change came while the answer was on its way.
-    follower.mayBeFree = activity.name === 'acquiring' && activity.changedMeanwhile;
-    follower.heldUntil = campaign.now() + expiresIn;
+    follower.deferral.mayBeFree = activity.name === 'acquiring' && activity.changedMeanwhile;
+    follower.deferral.heldUntil = campaign.now() + expiresIn;
     const claimAgainIn = this.standBy(follower) ?? Infinity;
     this.watchLeader(follower, result.lease, expiresIn);
     if (activity.name === 'acquiring' && activity.changedMeanwhile) return campaign.wake(this.attemptInCrowd, 0);
@@ -328,7 +265,7 @@ export class FollowerSteps {
       if (campaign.phase !== follower) return;
       follower.standby = held ? 'held' : 'full';
       // A candidate others let go first must hear of a release at once, place or not.
-      this.listen(follower, held || this.preferred());
+      this.listen(follower, held || campaign.priority.preferred);
     };
     const places = campaign.powers.standby;
     if (places === undefined) return void settle(true);
@@ -352,7 +289,7 @@ export class FollowerSteps {
   private watchLeader(follower: Following, lease: LeaseRecord, expiresIn: number): void {
     const { campaign } = this;
     const proof = campaign.powers.tenureProof;
-    const watching = follower.standby === 'held' || this.preferred();
+    const watching = follower.standby === 'held' || campaign.priority.preferred;
     const wanted = proof !== undefined && watching && stands(expiresIn) && lease.holder !== campaign.holder;
     const current = follower.leaderWatch;
     if (wanted && current !== undefined && sameTenure(lease, current.lease) && current.watch.watching) return;
@@ -379,7 +316,7 @@ export class FollowerSteps {
     if (on && follower.stopListening === undefined && changes !== undefined) {
       follower.stopListening = changes.watch((origin, change) => this.onChange(follower, origin, change), { renewals: true });
       // A release between the read that found the slot held and now went unheard.
-      follower.mayBeFree = true;
+      follower.deferral.mayBeFree = true;
     } else if (!on && follower.stopListening !== undefined) {
       follower.stopListening();
       follower.stopListening = undefined;
