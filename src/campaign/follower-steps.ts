@@ -59,7 +59,7 @@ export class FollowerSteps {
     if (activity.name === 'acquiring') return void (activity.changedMeanwhile = true);
     // An attempt put off for a candidate of a higher priority comes at its time, proof or not;
     // a release heard meanwhile gives that candidate its `retryEvery` from now.
-    if (follower.deferral.deferred && activity.name === 'due') {
+    if (follower.deferral.attempt === 'put-off' && activity.name === 'due') {
       if (freeing) this.campaign.wake(this.attempt, this.campaign.timing.retryEvery);
       return;
     }
@@ -84,7 +84,7 @@ export class FollowerSteps {
     // At once, not on a timer: the word was heard on one already (see `Campaign.onHandoffWord`).
     // Named, it goes first whatever the priorities.
     follower.activity = { name: 'due' };
-    follower.deferral.deferred = true;
+    follower.deferral.attempt = 'named';
     follower.deferral.mayBeFree = true;
     this.campaign.clearTimer();
     this.campaign.flights.whenSettled(this.attempt);

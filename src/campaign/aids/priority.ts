@@ -16,10 +16,10 @@ export interface PriorityCandidate {
  */
 export class Deferral {
   /**
-   * Whether the attempt due now was put off already, or must not be (a handoff named this
-   * follower): it is made as it comes.
+   * What holds for the attempt due now: it was put off once already (`put-off`), it must not
+   * be put off (`named`: a handoff named this follower), or neither (`free`).
    */
-  deferred = false;
+  attempt: 'free' | 'put-off' | 'named' = 'free';
   /**
    * Whether the slot may have been freed since this follower last found it held: nothing
    * found yet, or a change other than a renewal heard since.
@@ -103,12 +103,14 @@ export class PriorityAid {
    */
   putOffFor(deferral: Deferral, waitForLock: boolean, hears: boolean): number | undefined {
     const { campaign } = this;
-    if (deferral.deferred) {
-      deferral.deferred = false;
+    const { attempt } = deferral;
+    deferral.attempt = 'free';
+    if (attempt === 'named') return undefined;
+    if (attempt === 'put-off') {
       if (deferral.mayBeFree || (!hears && campaign.now() > deferral.heldUntil)) return undefined;
     }
     if (this.highestDeclared(deferral, waitForLock) <= (campaign.timing.priority ?? 0)) return undefined;
-    deferral.deferred = true;
+    deferral.attempt = 'put-off';
     return campaign.timing.retryEvery;
   }
 
