@@ -5,6 +5,7 @@ import type { Following, Leading, Phase } from './campaign-phase';
 import type { LockRetry } from '../pacing/lock-retry';
 import type { OneInFlight } from '../pacing/one-in-flight';
 import type { PriorityAid } from './aids/priority';
+import type { TenureProofAid } from './aids/tenure-proof';
 
 /** The durations that drive a campaign, in milliseconds (see `LeadershipConfig`). */
 export interface CampaignTiming {
@@ -67,6 +68,8 @@ export interface CampaignContext {
   lease(term: number, holder?: string): Lease;
   /** Its part in priorities: its own declaration, and when its follower puts an attempt off. */
   readonly priority: PriorityAid;
+  /** Its part in proofs of a tenure's end: a standby's watch on its leader, a leader's word that its belief ended. */
+  readonly tenureProof: TenureProofAid;
   /** What this candidate advertises now, written with each tenure and renewal; nothing when `undefined`. */
   readonly advertised: string | undefined;
   /** The `elected` or `renewed` event of `leading`'s tenure, with what its lease advertises. */

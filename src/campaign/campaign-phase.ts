@@ -1,7 +1,7 @@
 import type { Lease } from '../core/leadership-event';
-import type { TenureWatch } from '../store/lease-store';
 import { LeaseObservation } from '../pacing/lease-observation';
 import { Deferral } from './aids/priority';
+import { ProofOfEnd } from './aids/tenure-proof';
 
 /**
  * The phase a campaign is in. Each phase holds only what is true in it, so that a follower's
@@ -49,10 +49,8 @@ export interface Following {
   standby: 'held' | 'full' | 'unknown';
   /** While it listens for changes: how to stop. */
   stopListening: (() => void) | undefined;
-  /** While it stands by, and its store can prove a tenure over: its watch on the leader's tenure. */
-  leaderWatch: { readonly lease: Lease; readonly watch: TenureWatch } | undefined;
-  /** A tenure whose end the store proved: attempts may take the slot from it until it changes hands. */
-  ended: Lease | undefined;
+  /** What it knows of the leader's tenure by proof (see `TenureProofAid`). */
+  readonly proof: ProofOfEnd;
   /** What it knows of how long the lease it last saw has left. */
   readonly observation: LeaseObservation;
   /** What it knows for putting attempts off for a candidate of a higher priority. */
@@ -91,8 +89,7 @@ export function following(activity: FollowerActivity = { name: 'waiting' }): Fol
     activity,
     standby: 'unknown',
     stopListening: undefined,
-    leaderWatch: undefined,
-    ended: undefined,
+    proof: new ProofOfEnd(),
     observation: new LeaseObservation(),
     deferral: new Deferral(),
     ending: undefined,

@@ -16,6 +16,7 @@ import { LeaderSteps } from './leader-steps';
 import { LockRetry } from '../pacing/lock-retry';
 import { OneInFlight } from '../pacing/one-in-flight';
 import { PriorityAid } from './aids/priority';
+import { TenureProofAid } from './aids/tenure-proof';
 
 export type { CampaignTiming };
 
@@ -66,6 +67,7 @@ export class Campaign implements CampaignContext {
   readonly lockRetry = new LockRetry();
   readonly powers: StoreCapabilities;
   readonly priority: PriorityAid;
+  readonly tenureProof: TenureProofAid;
   private readonly follower = new FollowerSteps(this);
   private readonly leader = new LeaderSteps(this);
 
@@ -79,6 +81,7 @@ export class Campaign implements CampaignContext {
   ) {
     this.powers = store.capabilities ?? {};
     this.priority = new PriorityAid(this.powers.priorities, this);
+    this.tenureProof = new TenureProofAid(this.powers.tenureProof);
   }
 
   /** What this candidate advertises now (see `advertise`). */
@@ -125,7 +128,7 @@ export class Campaign implements CampaignContext {
     this.stopHearingHandoffs?.();
     for (const [proof, lease] of this.endTenureLater) {
       proof.unsubscribe();
-      this.powers.tenureProof?.endTenure(lease);
+      this.tenureProof.endTenure(lease);
     }
     this.endTenureLater.clear();
     this.flights.whenSettled(() => {
@@ -213,12 +216,12 @@ export class Campaign implements CampaignContext {
           // Stopped meanwhile, it ends at once (see `stop`): no timer outlives the campaign.
           const proof = this.scheduler.schedule(() => {
             this.endTenureLater.delete(proof);
-            this.powers.tenureProof?.endTenure(lease);
+            this.tenureProof.endTenure(lease);
           }, this.timing.retryEvery);
           this.endTenureLater.set(proof, lease);
         } else {
           // Released, or given up: the tenure is over, and followers may prove it at once.
-          this.powers.tenureProof?.endTenure(lease);
+          this.tenureProof.endTenure(lease);
         }
         this.follower.sitOut(sittingOut);
       },
@@ -267,7 +270,7 @@ export class Campaign implements CampaignContext {
       // The answer came after the lease it granted could have run out: never believed. The
       // slot is still this holder's in the store, so the next attempt takes it at once.
       this.phase = following();
-      this.powers.tenureProof?.endTenure(this.lease(leading.term));
+      this.tenureProof.endTenure(this.lease(leading.term));
       return this.wake(this.follower.attempt, 0);
     }
     this.phase = leading;
@@ -287,7 +290,7 @@ export class Campaign implements CampaignContext {
     // A tenure never announced (it was waiting out its lock-delay) ends as quietly.
     const goesOn = leading.quietUntil !== undefined || this.emit({ type: 'lost', ...lease, reason });
     // Only now, with the belief gone everywhere it was told, may the store say so.
-    this.powers.tenureProof?.endTenure(lease);
+    this.tenureProof.endTenure(lease);
     if (goesOn) this.wake(this.follower.attempt, 0);
   }
 

@@ -1,7 +1,7 @@
 import { LeadershipError } from '../core/leadership-error';
 import { isPromiseLike } from '../core/eventually';
 import { stands } from '../store/lease-check';
-import { AcquireResult, ChangeOrigin, LeaseChange, LeaseRecord, LockTaken, sameTenure } from '../store/lease-store';
+import { AcquireResult, ChangeOrigin, LeaseChange, LeaseRecord, LockTaken } from '../store/lease-store';
 import type { CampaignContext } from './campaign-context';
 import type { Following, Leading } from './campaign-phase';
 import { LockRetry } from '../pacing/lock-retry';
@@ -132,7 +132,7 @@ export class FollowerSteps {
   /** Ends what a follower watches: changes, and the leader's tenure. */
   endFollowing(follower: Following): void {
     this.listen(follower, false);
-    this.unwatchLeader(follower);
+    this.campaign.tenureProof.unwatch(follower.proof);
   }
 
   private tryToAcquire(waitForLock: boolean): void {
@@ -150,7 +150,7 @@ export class FollowerSteps {
     follower.activity = { name: 'acquiring', changedMeanwhile: false };
     const sentAt = campaign.now();
     const { expiresAfter } = campaign.timing;
-    const { ended } = follower;
+    const { ended } = follower.proof;
     const over = follower.observation.over(sentAt);
     const { advertised } = campaign;
     campaign.flights.run(
@@ -187,12 +187,9 @@ export class FollowerSteps {
         since: sentAt,
         ...(advertised !== undefined && { advertised }),
       };
-      // A tenure whose end was proven is no expired lease: no lock-delay for it.
-      const replaced = result.replaced !== undefined && !sameTenure(result.replaced, follower.ended) ? result.replaced : undefined;
-      return campaign.lead(follower, leading, replaced);
+      return campaign.lead(follower, leading, follower.proof.expiredOf(result.replaced));
     }
-    // A proven end counts only while the slot stays with that tenure.
-    if (follower.ended !== undefined && !sameTenure(result.lease, follower.ended)) follower.ended = undefined;
+    follower.proof.found(result.lease);
     if (campaign.phase !== follower) return;
     const expiresIn = follower.observation.remaining(result, campaign.now());
     // Found held: freed since only if a change came while the answer was on its way.
@@ -288,27 +285,11 @@ export class FollowerSteps {
    */
   private watchLeader(follower: Following, lease: LeaseRecord, expiresIn: number): void {
     const { campaign } = this;
-    const proof = campaign.powers.tenureProof;
     const watching = follower.standby === 'held' || campaign.priority.preferred;
-    const wanted = proof !== undefined && watching && stands(expiresIn) && lease.holder !== campaign.holder;
-    const current = follower.leaderWatch;
-    if (wanted && current !== undefined && sameTenure(lease, current.lease) && current.watch.watching) return;
-    this.unwatchLeader(follower);
-    if (!wanted) return;
-    const tenure = campaign.lease(lease.term, lease.holder);
-    const watch = proof.watchTenure(tenure, () => {
-      if (follower.leaderWatch?.lease !== tenure) return; // no longer watched
-      // Its holder's belief is over: attempts may take the slot from exactly that tenure.
-      follower.leaderWatch = undefined;
-      follower.ended = tenure;
-      this.onChange(follower, 'proof');
-    });
-    follower.leaderWatch = { lease: tenure, watch };
-  }
-
-  private unwatchLeader(follower: Following): void {
-    follower.leaderWatch?.watch.close();
-    follower.leaderWatch = undefined;
+    const wanted = watching && stands(expiresIn) && lease.holder !== campaign.holder;
+    campaign.tenureProof.watch(follower.proof, wanted ? campaign.lease(lease.term, lease.holder) : undefined, () =>
+      this.onChange(follower, 'proof'),
+    );
   }
 
   private listen(follower: Following, on: boolean): void {
