@@ -75,7 +75,7 @@ export const plants: Record<string, Plant> = {
   },
   'standby-rejection-unhandled': {
     what: 'a standby claim answered later (a promise) whose failure nobody catches: an unhandled rejection ends the process',
-    file: 'src/campaign/follower-steps.js',
+    file: 'src/campaign/aids/standby.js',
     find: 'held.then(settle, () => undefined);',
     replace: 'held.then(settle);',
   },

@@ -6,6 +6,7 @@ import type { LockRetry } from '../pacing/lock-retry';
 import type { OneInFlight } from '../pacing/one-in-flight';
 import type { PriorityAid } from './aids/priority';
 import type { TenureProofAid } from './aids/tenure-proof';
+import type { StandbyAid } from './aids/standby';
 
 /** The durations that drive a campaign, in milliseconds (see `LeadershipConfig`). */
 export interface CampaignTiming {
@@ -70,6 +71,8 @@ export interface CampaignContext {
   readonly priority: PriorityAid;
   /** Its part in proofs of a tenure's end: a standby's watch on its leader, a leader's word that its belief ended. */
   readonly tenureProof: TenureProofAid;
+  /** Its part in standby places and word of changes, as a follower. */
+  readonly standby: StandbyAid;
   /** What this candidate advertises now, written with each tenure and renewal; nothing when `undefined`. */
   readonly advertised: string | undefined;
   /** The `elected` or `renewed` event of `leading`'s tenure, with what its lease advertises. */

@@ -2,6 +2,7 @@ import type { Lease } from '../core/leadership-event';
 import { LeaseObservation } from '../pacing/lease-observation';
 import { Deferral } from './aids/priority';
 import { ProofOfEnd } from './aids/tenure-proof';
+import { Standing } from './aids/standby';
 
 /**
  * The phase a campaign is in. Each phase holds only what is true in it, so that a follower's
@@ -42,13 +43,8 @@ export interface Following {
   readonly name: 'following';
   /** What it does about its next attempt (see `FollowerActivity`). */
   activity: FollowerActivity;
-  /**
-   * What it last learnt of the standby places: it holds one, every one is held by others
-   * (who watch for it), or it does not know (not asked yet, or the asking failed).
-   */
-  standby: 'held' | 'full' | 'unknown';
-  /** While it listens for changes: how to stop. */
-  stopListening: (() => void) | undefined;
+  /** Its standby place, and how it listens for changes (see `StandbyAid`). */
+  readonly standing: Standing;
   /** What it knows of the leader's tenure by proof (see `TenureProofAid`). */
   readonly proof: ProofOfEnd;
   /** What it knows of how long the lease it last saw has left. */
@@ -87,16 +83,10 @@ export function following(activity: FollowerActivity = { name: 'waiting' }): Fol
   return {
     name: 'following',
     activity,
-    standby: 'unknown',
-    stopListening: undefined,
+    standing: new Standing(),
     proof: new ProofOfEnd(),
     observation: new LeaseObservation(),
     deferral: new Deferral(),
     ending: undefined,
   };
-}
-
-/** Whether a follower stands by: it holds a standby place, or listens as one (a place it may hold, to give up at the end). */
-export function standsBy(follower: Following): boolean {
-  return follower.standby === 'held' || follower.stopListening !== undefined;
 }

@@ -10,13 +10,14 @@ import { readClocks } from '../core/monotonic-scheduler';
 import { Eventually, isPromiseLike } from '../core/eventually';
 import { ChangeOrigin, ClockReading, HandoffWord, LeaseRecord, LeaseStore, StoreCapabilities } from '../store/lease-store';
 import type { CampaignContext, CampaignTiming } from './campaign-context';
-import { following, Following, Leading, Phase, standsBy } from './campaign-phase';
+import { following, Following, Leading, Phase } from './campaign-phase';
 import { FollowerSteps } from './follower-steps';
 import { LeaderSteps } from './leader-steps';
 import { LockRetry } from '../pacing/lock-retry';
 import { OneInFlight } from '../pacing/one-in-flight';
 import { PriorityAid } from './aids/priority';
 import { TenureProofAid } from './aids/tenure-proof';
+import { StandbyAid } from './aids/standby';
 
 export type { CampaignTiming };
 
@@ -68,6 +69,7 @@ export class Campaign implements CampaignContext {
   readonly powers: StoreCapabilities;
   readonly priority: PriorityAid;
   readonly tenureProof: TenureProofAid;
+  readonly standby: StandbyAid;
   private readonly follower = new FollowerSteps(this);
   private readonly leader = new LeaderSteps(this);
 
@@ -82,6 +84,7 @@ export class Campaign implements CampaignContext {
     this.powers = store.capabilities ?? {};
     this.priority = new PriorityAid(this.powers.priorities, this);
     this.tenureProof = new TenureProofAid(this.powers.tenureProof);
+    this.standby = new StandbyAid(this.powers.standby, this.powers.changes, this);
   }
 
   /** What this candidate advertises now (see `advertise`). */
@@ -302,7 +305,7 @@ export class Campaign implements CampaignContext {
     this.lockRetry.clear();
     this.priority.withdraw();
     if (left.name === 'leading') return this.release(this.lease(left.term));
-    const standing = standsBy(left);
+    const standing = left.standing.standsBy;
     this.follower.endFollowing(left);
     // Stopped while a handover or release was still being tried: the tenure is released now.
     if (left.ending !== undefined) this.release(left.ending);

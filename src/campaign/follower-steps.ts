@@ -1,17 +1,8 @@
 import { LeadershipError } from '../core/leadership-error';
-import { isPromiseLike } from '../core/eventually';
 import { stands } from '../store/lease-check';
 import { AcquireResult, ChangeOrigin, LeaseChange, LeaseRecord, LockTaken } from '../store/lease-store';
 import type { CampaignContext } from './campaign-context';
 import type { Following, Leading } from './campaign-phase';
-import { LockRetry } from '../pacing/lock-retry';
-
-/**
- * How many followers of a slot stand by: they watch for releases and take the slot within
- * a few ms of one, while the others rely on them and only poll. A release that woke every
- * follower would cost more CPU than the handoff takes once there are dozens of them.
- */
-const standbyPlaces = 3;
 
 /** Ms that a follower of a crowd that found the lock taken waits before it tries again (see `tryToAcquire`). */
 const crowdPatience = 10;
@@ -28,9 +19,6 @@ const crowdPatience = 10;
  * does depends on the follower's activity (`FollowerActivity`), in `onChange` alone.
  */
 export class FollowerSteps {
-  /** Steps for a standby place whose claim found the lock taken: an episode of its own, as attempts get through meanwhile. */
-  private readonly placeRetry = new LockRetry();
-
   constructor(private readonly campaign: CampaignContext) {}
 
   readonly attempt = (): void => this.tryToAcquire(true);
@@ -164,7 +152,7 @@ export class FollowerSteps {
   /** Puts the attempt off for a candidate of a higher priority, if it should be (see `PriorityAid.putOffFor`). */
   private putOff(follower: Following, waitForLock: boolean): boolean {
     const { campaign } = this;
-    const hears = follower.stopListening !== undefined && campaign.powers.changes?.isWatching() === true;
+    const hears = campaign.standby.hears(follower.standing);
     const delay = campaign.priority.putOffFor(follower.deferral, waitForLock, hears);
     if (delay === undefined) return false;
     follower.activity = { name: 'due' };
@@ -204,7 +192,7 @@ export class FollowerSteps {
     // (A timer can fire a ms or two early by this clock: Node.js counts from the event loop's
     // last turn.) Once at most per lease seen: the next attempt carries it.
     const countEndedMeanwhile = follower.observation.over(sentAt) === undefined && follower.observation.over(campaign.now()) !== undefined;
-    if (countEndedMeanwhile && follower.standby !== 'full') return campaign.wake(this.attempt, 0);
+    if (countEndedMeanwhile && follower.standing.place !== 'full') return campaign.wake(this.attempt, 0);
     campaign.wake(this.attempt, Math.min(this.untilNextAttempt(follower, expiresIn), claimAgainIn));
   }
 
@@ -237,45 +225,26 @@ export class FollowerSteps {
    * follower that relies on the standbys lets them try first, for `retryEvery`, so that a
    * crowd of followers does not all try at the same millisecond.
    */
-  private untilNextAttempt({ standby }: Following, expiresIn: number): number {
+  private untilNextAttempt({ standing }: Following, expiresIn: number): number {
     const { retryEvery, renewEvery } = this.campaign.timing;
-    const relying = standby === 'full' || (standby === 'held' && this.campaign.powers.changes?.isWatching() === true);
-    const pollEvery = relying ? Math.max(retryEvery, renewEvery) : retryEvery;
-    const untilFree = expiresIn + 1 + (standby === 'full' ? retryEvery : 0);
+    const pollEvery = this.campaign.standby.relies(standing) ? Math.max(retryEvery, renewEvery) : retryEvery;
+    const untilFree = expiresIn + 1 + (standing.place === 'full' ? retryEvery : 0);
     return untilFree >= 1 && untilFree < pollEvery ? untilFree : pollEvery;
   }
 
   /**
-   * Keeps or takes a standby place, which lasts a lease and is renewed at each attempt, and
-   * listens for releases while it has one; with a store that has no places, every follower
-   * stands by. Best effort: on an error, things stay as they were until the next attempt,
-   * which reports the error if it persists. It runs beside the campaign's one operation in
-   * flight, not as one: nothing waits for it. A follower that has not learnt of the places
-   * yet and found the lock taken (followers that start together claim at the same moment)
-   * has no place and watches nothing, so waiting for its next poll would leave it blind for
-   * `retryEvery`: it answers the ms until the next attempt should claim again, for up to
-   * `retryEvery` of steps.
+   * Keeps or takes a standby place, and listens for releases while it has one (see
+   * `StandbyAid.claim`); with a store that has no places, every follower stands by. It runs
+   * beside the campaign's one operation in flight, not as one: nothing waits for it.
    */
   private standBy(follower: Following): number | undefined {
     const { campaign } = this;
-    const settle = (held: boolean) => {
-      if (campaign.phase !== follower) return;
-      follower.standby = held ? 'held' : 'full';
-      // A candidate others let go first must hear of a release at once, place or not.
-      this.listen(follower, held || campaign.priority.preferred);
-    };
-    const places = campaign.powers.standby;
-    if (places === undefined) return void settle(true);
-    try {
-      const held = places.standBy(campaign.slot, campaign.holder, campaign.reading(), campaign.timing.expiresAfter, standbyPlaces);
-      if (isPromiseLike(held)) held.then(settle, () => undefined);
-      else settle(held);
-      this.placeRetry.clear();
-    } catch (error) {
-      // As it was.
-      if (follower.standby === 'unknown') return this.placeRetry.stepAfter(error, campaign.now(), campaign.timing.retryEvery);
-    }
-    return undefined;
+    // A candidate others let go first must hear of a release at once, place or not.
+    return campaign.standby.claim(
+      follower.standing,
+      () => campaign.phase === follower,
+      (held) => this.listen(follower, held || campaign.priority.preferred),
+    );
   }
 
   /**
@@ -285,7 +254,7 @@ export class FollowerSteps {
    */
   private watchLeader(follower: Following, lease: LeaseRecord, expiresIn: number): void {
     const { campaign } = this;
-    const watching = follower.standby === 'held' || campaign.priority.preferred;
+    const watching = follower.standing.place === 'held' || campaign.priority.preferred;
     const wanted = watching && stands(expiresIn) && lease.holder !== campaign.holder;
     campaign.tenureProof.watch(follower.proof, wanted ? campaign.lease(lease.term, lease.holder) : undefined, () =>
       this.onChange(follower, 'proof'),
@@ -293,15 +262,9 @@ export class FollowerSteps {
   }
 
   private listen(follower: Following, on: boolean): void {
-    const changes = this.campaign.powers.changes;
-    if (on && follower.stopListening === undefined && changes !== undefined) {
-      follower.stopListening = changes.watch((origin, change) => this.onChange(follower, origin, change), { renewals: true });
-      // A release between the read that found the slot held and now went unheard.
-      follower.deferral.mayBeFree = true;
-    } else if (!on && follower.stopListening !== undefined) {
-      follower.stopListening();
-      follower.stopListening = undefined;
-    }
+    const onChange = (origin: ChangeOrigin, change: LeaseChange) => this.onChange(follower, origin, change);
+    // A release between the read that found the slot held and now went unheard.
+    if (this.campaign.standby.listen(follower.standing, on, onChange)) follower.deferral.mayBeFree = true;
   }
 }
 
