@@ -7,7 +7,7 @@ import { SchedulerLike, Subscription } from 'rxjs';
 import { LeadershipError } from '../core/leadership-error';
 import { ElectedEvent, Lease, LeadershipEvent, LostReason, RenewedEvent } from '../core/leadership-event';
 import { readClocks } from '../core/monotonic-scheduler';
-import { Eventually, isPromiseLike } from '../core/eventually';
+import { Eventually } from '../core/eventually';
 import { ChangeOrigin, ClockReading, HandoffWord, LeaseRecord, LeaseStore, StoreCapabilities } from '../store/lease-store';
 import type { CampaignContext, CampaignTiming } from './campaign-context';
 import { following, Following, Leading, Phase } from './campaign-phase';
@@ -18,6 +18,7 @@ import { OneInFlight } from '../pacing/one-in-flight';
 import { PriorityAid } from './aids/priority';
 import { TenureProofAid } from './aids/tenure-proof';
 import { StandbyAid } from './aids/standby';
+import { HandoffAid } from './aids/handoff';
 
 export type { CampaignTiming };
 
@@ -59,7 +60,6 @@ export class Campaign implements CampaignContext {
   /** Whether the withdrawal after `stop` was made, and who waits for it. */
   private withdrawn = false;
   private readonly whenWithdrawn: Array<() => void> = [];
-  private stopHearingHandoffs: (() => void) | undefined;
   /** The one store operation in flight, and what waits for it. */
   readonly flights = new OneInFlight((error) => {
     // Unexpected: it ends the stream (whose teardown releases), never as an unhandled rejection.
@@ -70,6 +70,7 @@ export class Campaign implements CampaignContext {
   readonly priority: PriorityAid;
   readonly tenureProof: TenureProofAid;
   readonly standby: StandbyAid;
+  private readonly handoff: HandoffAid;
   private readonly follower = new FollowerSteps(this);
   private readonly leader = new LeaderSteps(this);
 
@@ -85,6 +86,7 @@ export class Campaign implements CampaignContext {
     this.priority = new PriorityAid(this.powers.priorities, this);
     this.tenureProof = new TenureProofAid(this.powers.tenureProof);
     this.standby = new StandbyAid(this.powers.standby, this.powers.changes, this);
+    this.handoff = new HandoffAid(this.powers.handoffs, this);
   }
 
   /** What this candidate advertises now (see `advertise`). */
@@ -109,7 +111,7 @@ export class Campaign implements CampaignContext {
 
   /** Tries to acquire at once, then goes on by itself until stopped. */
   start(): void {
-    this.stopHearingHandoffs = this.powers.handoffs?.watchHandoffs(this.holder, this.onHandoffWord);
+    this.handoff.hear(this.onHandoffWord);
     this.follower.attempt();
   }
 
@@ -128,7 +130,7 @@ export class Campaign implements CampaignContext {
     if (phase.name === 'stopped') return;
     this.phase = { name: 'stopped', left: phase };
     this.clearTimer();
-    this.stopHearingHandoffs?.();
+    this.handoff.stop();
     for (const [proof, lease] of this.endTenureLater) {
       proof.unsubscribe();
       this.tenureProof.endTenure(lease);
@@ -184,12 +186,7 @@ export class Campaign implements CampaignContext {
   private handOff(lease: Lease, to: string | undefined): void {
     const leading = this.phase;
     if (leading.name !== 'leading' || leading.term !== lease.term || lease.holder !== this.holder || to === this.holder) return;
-    const handoffs = this.powers.handoffs;
-    this.stepAside(leading, 'handed-off', (own) =>
-      to === undefined || handoffs === undefined
-        ? this.store.release(own)
-        : handoffs.handOver(own, to, this.reading(), this.timing.retryEvery),
-    );
+    this.stepAside(leading, 'handed-off', (own) => this.handoff.handOver(own, to, (lease) => this.store.release(lease)));
   }
 
   /**
@@ -247,10 +244,8 @@ export class Campaign implements CampaignContext {
     if (word.kind === 'asked' && word.lease.slot === this.slot) this.handOff(word.lease, word.to);
     else if (word.kind === 'handed' && word.slot === this.slot && word.to === this.holder && phase.name === 'following') {
       this.follower.onHanded(phase);
-    } else if (word.kind === 'roll-call' && word.slot === this.slot && phase.name === 'following' && !word.heard?.includes(this.holder)) {
-      // Present: so that a handoff names only candidates that stand, and status can list them.
-      const present = { kind: 'present', slot: this.slot, to: word.replyTo, holder: this.holder } as const;
-      bestEffort(() => this.powers.handoffs?.tell(present));
+    } else if (word.kind === 'roll-call' && word.slot === this.slot && phase.name === 'following') {
+      this.handoff.answer(word);
     }
   }
 
@@ -391,13 +386,3 @@ export class Campaign implements CampaignContext {
 }
 
 function nothing(): void {}
-
-/** Makes a store call whose failure changes nothing (what it does also happens without it): its errors, thrown or later, are dropped. */
-function bestEffort(call: () => Eventually<unknown>): void {
-  try {
-    const answer = call();
-    if (isPromiseLike(answer)) answer.then(nothing, nothing);
-  } catch {
-    // Dropped, as its comment says.
-  }
-}

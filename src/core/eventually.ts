@@ -19,3 +19,12 @@ export function valueNow<T>(value: Eventually<T>): T | undefined {
   value.then(undefined, () => undefined);
   return undefined;
 }
+
+/** Makes a call whose failure changes nothing (what it does also happens without it): its errors, thrown or later, are dropped. */
+export function bestEffort(call: () => Eventually<unknown>): void {
+  try {
+    valueNow(call());
+  } catch {
+    // Dropped, as said.
+  }
+}

@@ -1,4 +1,4 @@
-import { isPromiseLike, valueNow } from '../../core/eventually';
+import { bestEffort, isPromiseLike, valueNow } from '../../core/eventually';
 import type { ClockReading, Priorities } from '../../store/lease-store';
 
 /** What the aid asks of the campaign it serves. */
@@ -81,12 +81,7 @@ export class PriorityAid {
     const { priorities } = this;
     if (priorities === undefined || this.declaredAt === -Infinity) return;
     this.declaredAt = -Infinity;
-    try {
-      const withdrawn = priorities.declare(campaign.slot, campaign.holder, 0, campaign.reading(), campaign.timing.expiresAfter);
-      if (isPromiseLike(withdrawn)) withdrawn.then(undefined, () => undefined);
-    } catch {
-      // Dropped: the declaration runs out by itself.
-    }
+    bestEffort(() => priorities.declare(campaign.slot, campaign.holder, 0, campaign.reading(), campaign.timing.expiresAfter));
   }
 
   /**
