@@ -87,9 +87,9 @@ export const plants: Record<string, Plant> = {
   },
   'preempt-unbounded': {
     what: 'a leader that gives way to a higher priority as soon as one declares itself, without leading a lease first',
-    file: 'src/campaign/leader-steps.js',
-    find: 'campaign.now() - leading.since < expiresAfter)',
-    replace: 'campaign.now() - leading.since < 0)',
+    file: 'src/campaign/aids/priority.js',
+    find: 'campaign.now() - since < expiresAfter)',
+    replace: 'campaign.now() - since < 0)',
   },
   'resubscribe-at-once': {
     what: 'a new subscription of a holder that starts before the last one of that holder settled',

@@ -1,6 +1,6 @@
 import type { SchedulerLike } from 'rxjs';
 import type { ElectedEvent, Lease, LeadershipEvent, RenewedEvent } from '../core/leadership-event';
-import type { ClockReading, LeaseRecord, LeaseStore, StoreCapabilities } from '../store/lease-store';
+import type { ClockReading, LeaseRecord, LeaseStore } from '../store/lease-store';
 import type { Following, Leading, Phase } from './campaign-phase';
 import type { LockRetry } from '../pacing/lock-retry';
 import type { OneInFlight } from '../pacing/one-in-flight';
@@ -34,8 +34,6 @@ export interface CampaignContext {
   readonly holder: string;
   readonly timing: CampaignTiming;
   readonly scheduler: SchedulerLike;
-  /** What the store can do beyond its five operations. */
-  readonly powers: StoreCapabilities;
   /** The one store operation in flight, and what waits for it. */
   readonly flights: OneInFlight;
   /** When to try again while the lock an operation needs is taken. */

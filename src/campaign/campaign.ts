@@ -8,7 +8,7 @@ import { LeadershipError } from '../core/leadership-error';
 import { ElectedEvent, Lease, LeadershipEvent, LostReason, RenewedEvent } from '../core/leadership-event';
 import { readClocks } from '../core/monotonic-scheduler';
 import { Eventually } from '../core/eventually';
-import { ChangeOrigin, ClockReading, HandoffWord, LeaseRecord, LeaseStore, StoreCapabilities } from '../store/lease-store';
+import { ChangeOrigin, ClockReading, HandoffWord, LeaseRecord, LeaseStore } from '../store/lease-store';
 import type { CampaignContext, CampaignTiming } from './campaign-context';
 import { following, Following, Leading, Phase } from './campaign-phase';
 import { FollowerSteps } from './follower-steps';
@@ -66,7 +66,6 @@ export class Campaign implements CampaignContext {
     if (this.phase.name !== 'stopped') this.observer.error(error);
   });
   readonly lockRetry = new LockRetry();
-  readonly powers: StoreCapabilities;
   readonly priority: PriorityAid;
   readonly tenureProof: TenureProofAid;
   readonly standby: StandbyAid;
@@ -82,11 +81,11 @@ export class Campaign implements CampaignContext {
     private readonly observer: CampaignObserver,
     readonly scheduler: SchedulerLike,
   ) {
-    this.powers = store.capabilities ?? {};
-    this.priority = new PriorityAid(this.powers.priorities, this);
-    this.tenureProof = new TenureProofAid(this.powers.tenureProof);
-    this.standby = new StandbyAid(this.powers.standby, this.powers.changes, this);
-    this.handoff = new HandoffAid(this.powers.handoffs, this);
+    const { priorities, tenureProof, standby, changes, handoffs } = store.capabilities ?? {};
+    this.priority = new PriorityAid(priorities, this);
+    this.tenureProof = new TenureProofAid(tenureProof);
+    this.standby = new StandbyAid(standby, changes, this);
+    this.handoff = new HandoffAid(handoffs, this);
   }
 
   /** What this candidate advertises now (see `advertise`). */
@@ -304,10 +303,9 @@ export class Campaign implements CampaignContext {
     this.follower.endFollowing(left);
     // Stopped while a handover or release was still being tried: the tenure is released now.
     if (left.ending !== undefined) this.release(left.ending);
-    const places = this.powers.standby;
     // A place left held would keep a follower from standing by (and from watching the next
     // leader) until it expires: tried again while the lock is taken, as a release is.
-    if (standing && places) this.throughLock(() => places.leaveStandby(this.slot, this.holder), nothing);
+    if (standing && this.standby.hasPlaces) this.throughLock(() => this.standby.leave(), nothing);
   };
 
   /**

@@ -1,4 +1,3 @@
-import { valueNow } from '../core/eventually';
 import { LockTaken } from '../store/lease-store';
 import type { CampaignContext } from './campaign-context';
 import type { Leading } from './campaign-phase';
@@ -65,7 +64,7 @@ export class LeaderSteps {
         };
         campaign.renewed(renewedTo);
         if (!stillQuiet && !campaign.emit(campaign.tenureEvent(announced ? 'elected' : 'renewed', renewedTo))) return;
-        if (!stillQuiet && this.outranked(renewedTo)) return campaign.giveWay(renewedTo);
+        if (!stillQuiet && campaign.priority.outranked(renewedTo.since)) return campaign.giveWay(renewedTo);
         // Changed while this renewal was on its way: written by the next one, at once.
         if (!stillQuiet && campaign.advertised !== advertised) this.scheduleRenewal(renewedTo, 0);
         else this.renewInTime(renewedTo);
@@ -104,24 +103,6 @@ export class LeaderSteps {
   advertiseNow(leading: Leading): void {
     if (leading.quietUntil !== undefined || this.campaign.flights.busy) return;
     this.scheduleRenewal(leading, 0);
-  }
-
-  /**
-   * With `preempt`: whether a standing candidate of a higher priority than this leader's
-   * declared itself, once this leader has led for `expiresAfter` (so that the slot changes
-   * hands this way at most once a lease, and two candidates never flap).
-   */
-  private outranked(leading: Leading): boolean {
-    const { campaign } = this;
-    const { preempt = false, priority = 0, expiresAfter } = campaign.timing;
-    const priorities = campaign.powers.priorities;
-    if (!preempt || priorities === undefined || campaign.now() - leading.since < expiresAfter) return false;
-    try {
-      const highest = valueNow(priorities.highest(campaign.slot, campaign.holder, campaign.reading()));
-      return highest !== undefined && highest > priority;
-    } catch {
-      return false; // asked again at the next renewal
-    }
   }
 
   /** Renews after `interval`, unless the lease ends first: then the tenure ends at its expiry. */

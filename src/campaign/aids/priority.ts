@@ -5,7 +5,7 @@ import type { ClockReading, Priorities } from '../../store/lease-store';
 export interface PriorityCandidate {
   readonly slot: number;
   readonly holder: string;
-  readonly timing: { readonly priority?: number; readonly expiresAfter: number; readonly retryEvery: number };
+  readonly timing: { readonly priority?: number; readonly preempt?: boolean; readonly expiresAfter: number; readonly retryEvery: number };
   now(): number;
   reading(): ClockReading;
 }
@@ -82,6 +82,23 @@ export class PriorityAid {
     if (priorities === undefined || this.declaredAt === -Infinity) return;
     this.declaredAt = -Infinity;
     bestEffort(() => priorities.declare(campaign.slot, campaign.holder, 0, campaign.reading(), campaign.timing.expiresAfter));
+  }
+
+  /**
+   * With `preempt`: whether a standing candidate of a higher priority than this leader's
+   * declared itself, once this leader has led for `expiresAfter` since `since` (so that the
+   * slot changes hands this way at most once a lease, and two candidates never flap).
+   */
+  outranked(since: number): boolean {
+    const { campaign, priorities } = this;
+    const { preempt = false, priority = 0, expiresAfter } = campaign.timing;
+    if (!preempt || priorities === undefined || campaign.now() - since < expiresAfter) return false;
+    try {
+      const highest = valueNow(priorities.highest(campaign.slot, campaign.holder, campaign.reading()));
+      return highest !== undefined && highest > priority;
+    } catch {
+      return false; // asked again at the next renewal
+    }
   }
 
   /**

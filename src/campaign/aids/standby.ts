@@ -1,4 +1,4 @@
-import { isPromiseLike } from '../../core/eventually';
+import { Eventually, isPromiseLike } from '../../core/eventually';
 import type { ChangeOrigin, ChangeSignals, ClockReading, LeaseChange, StandbyPlaces } from '../../store/lease-store';
 import { LockRetry } from '../../pacing/lock-retry';
 
@@ -49,6 +49,16 @@ export class StandbyAid {
     private readonly changes: ChangeSignals | undefined,
     private readonly campaign: StandbyCandidate,
   ) {}
+
+  /** Whether the store has standby places, to give up at the end. */
+  get hasPlaces(): boolean {
+    return this.places !== undefined;
+  }
+
+  /** Gives up this candidate's place, if it holds one. */
+  leave(): Eventually<void> {
+    return this.places?.leaveStandby(this.campaign.slot, this.campaign.holder);
+  }
 
   /** Whether `standing` hears of changes now: it listens, and the store's watch works. */
   hears(standing: Standing): boolean {
