@@ -1,5 +1,5 @@
 import type { SchedulerLike } from 'rxjs';
-import type { ElectedEvent, Lease, LeadershipEvent, RenewedEvent } from '../core/leadership-event';
+import type { Lease, LeadershipEvent } from '../core/leadership-event';
 import type { ClockReading, LeaseRecord, LeaseStore } from '../store/lease-store';
 import type { Following, Leading, Phase } from './campaign-phase';
 import type { LockRetry } from '../pacing/lock-retry';
@@ -23,6 +23,16 @@ export interface CampaignTiming {
   readonly preempt?: boolean;
 }
 
+/** Where a campaign reports: events, and the one terminal error. */
+export interface CampaignObserver {
+  next(event: LeadershipEvent): void;
+  error(error: unknown): void;
+  /** A store call answered (an attempt, a renewal), before what it says is acted on. */
+  answered?(): void;
+  /** How long a store call took, in ms on the scheduler's clock, unrounded: from sending it to its answer. */
+  timed?(operation: 'renewal', ms: number): void;
+}
+
 /**
  * What the steps of a phase (`FollowerSteps`, `LeaderSteps`) use of their campaign: its
  * store and identity, its one timer and one operation in flight, its clock, what it emits,
@@ -35,7 +45,7 @@ export interface CampaignContext {
   readonly timing: CampaignTiming;
   readonly scheduler: SchedulerLike;
   /** The one store operation in flight, and what waits for it. */
-  readonly flights: OneInFlight;
+  readonly inFlight: OneInFlight;
   /** When to try again while the lock an operation needs is taken. */
   readonly lockRetry: LockRetry;
   /** The phase now: steps act only while it is still the one they were given. */
@@ -48,16 +58,14 @@ export interface CampaignContext {
   emit(event: LeadershipEvent): boolean;
   /** A store's error: an `error` event if transient (then `carryOn`), else the end of the stream. */
   onStoreError(error: unknown, carryOn: () => void): void;
-  /** An answer of the store came: instruments are told. */
-  answered(): void;
-  /** How long a renewal took, in ms, unrounded. */
-  timedRenewal(ms: number): void;
+  /** Where the campaign reports: the steps tell it of answers and their timings. */
+  readonly observer: CampaignObserver;
   /** The follower won (from `replaced`, if it took another holder's tenure): its watches end, and the tenure begins. */
   lead(follower: Following, leading: Leading, replaced: LeaseRecord | undefined): void;
   /** The tenure goes on, to the lease just written. */
   renewed(leading: Leading): void;
   /** A candidate of a higher priority stands by (`preempt`): the tenure ends (`lost`, `preempted`), the lease is released, and this one sits out. */
-  giveWay(leading: Leading): void;
+  preempted(leading: Leading): void;
   /** The tenure ended (`lost`): a follower again. */
   lose(leading: Leading, reason: 'superseded' | 'expired'): void;
   /** The clocks, read now, for the store. */
@@ -73,6 +81,4 @@ export interface CampaignContext {
   readonly standby: StandbyAid;
   /** What this candidate advertises now, written with each tenure and renewal; nothing when `undefined`. */
   readonly advertised: string | undefined;
-  /** The `elected` or `renewed` event of `leading`'s tenure, with what its lease advertises. */
-  tenureEvent(type: 'elected' | 'renewed', leading: Leading): ElectedEvent | RenewedEvent;
 }

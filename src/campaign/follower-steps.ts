@@ -75,7 +75,7 @@ export class FollowerSteps {
     follower.deferral.attempt = 'named';
     follower.deferral.mayBeFree = true;
     this.campaign.clearTimer();
-    this.campaign.flights.whenSettled(this.attempt);
+    this.campaign.inFlight.whenSettled(this.attempt);
   }
 
   /**
@@ -95,7 +95,7 @@ export class FollowerSteps {
   private lookWhileSittingOut(follower: Following): void {
     const { campaign } = this;
     if (campaign.phase !== follower) return;
-    campaign.flights.run(
+    campaign.inFlight.run(
       () => campaign.store.look(campaign.slot, campaign.reading()),
       (view) => {
         const { activity } = follower;
@@ -141,7 +141,7 @@ export class FollowerSteps {
     const { ended } = follower.proof;
     const over = follower.observation.over(sentAt);
     const { advertised } = campaign;
-    campaign.flights.run(
+    campaign.inFlight.run(
       () =>
         campaign.store.acquire(campaign.slot, campaign.holder, campaign.reading(), expiresAfter, { waitForLock, ended, over, advertised }),
       (result) => this.onAcquireResult(follower, result, sentAt, advertised),
@@ -165,7 +165,7 @@ export class FollowerSteps {
     const { activity } = follower;
     follower.activity = { name: 'waiting' };
     campaign.lockRetry.clear();
-    campaign.answered();
+    campaign.observer.answered?.();
     if (result.acquired) {
       const expiresAt = sentAt + campaign.timing.expiresAfter;
       const leading: Leading = {

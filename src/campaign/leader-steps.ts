@@ -1,3 +1,4 @@
+import type { ElectedEvent, RenewedEvent } from '../core/leadership-event';
 import { LockTaken } from '../store/lease-store';
 import type { CampaignContext } from './campaign-context';
 import type { Leading } from './campaign-phase';
@@ -38,13 +39,13 @@ export class LeaderSteps {
     const sentAt = Math.floor(sentExactly);
     const { expiresAfter } = campaign.timing;
     const { advertised } = campaign;
-    campaign.flights.run(
+    campaign.inFlight.run(
       // Even after a pause past the lease, this succeeds only if nobody took the slot
       // meanwhile (the store checks holder and term), so the tenure may go on.
       () => campaign.store.renew(campaign.lease(term), campaign.reading(), expiresAfter, { advertised }),
       (renewed) => {
-        campaign.timedRenewal(campaign.scheduler.now() - sentExactly);
-        campaign.answered();
+        campaign.observer.timed?.('renewal', campaign.scheduler.now() - sentExactly);
+        campaign.observer.answered?.();
         campaign.lockRetry.clear();
         if (campaign.phase !== leading) return; // ended meanwhile
         if (!renewed) return campaign.lose(leading, 'superseded');
@@ -63,8 +64,8 @@ export class LeaderSteps {
           ...(advertised !== undefined && { advertised }),
         };
         campaign.renewed(renewedTo);
-        if (!stillQuiet && !campaign.emit(campaign.tenureEvent(announced ? 'elected' : 'renewed', renewedTo))) return;
-        if (!stillQuiet && campaign.priority.outranked(renewedTo.since)) return campaign.giveWay(renewedTo);
+        if (!stillQuiet && !campaign.emit(this.tenureEvent(announced ? 'elected' : 'renewed', renewedTo))) return;
+        if (!stillQuiet && campaign.priority.outranked(renewedTo.since)) return campaign.preempted(renewedTo);
         // Changed while this renewal was on its way: written by the next one, at once.
         if (!stillQuiet && campaign.advertised !== advertised) this.scheduleRenewal(renewedTo, 0);
         else this.renewInTime(renewedTo);
@@ -76,7 +77,7 @@ export class LeaderSteps {
       },
     );
     // An answer still to come: the lease in force runs out meanwhile, if it comes to that.
-    if (campaign.flights.busy && campaign.phase === leading) this.scheduleExpiry(leading);
+    if (campaign.inFlight.busy && campaign.phase === leading) this.scheduleExpiry(leading);
   };
 
   /**
@@ -96,12 +97,19 @@ export class LeaderSteps {
     this.scheduleRenewal(leading, step);
   }
 
+  /** The `elected` or `renewed` event of `leading`'s tenure. */
+  tenureEvent(type: 'elected' | 'renewed', leading: Leading): ElectedEvent | RenewedEvent {
+    const { advertised } = leading;
+    const lease = this.campaign.lease(leading.term);
+    return { type, ...lease, expiresAt: leading.expiresAt, ...(advertised !== undefined && { advertised }) };
+  }
+
   /**
    * What the leader advertises changed: a renewal at once writes it (etcd's Proclaim: the
    * same tenure, the same term), unless one is in flight, whose answer schedules the next.
    */
   advertiseNow(leading: Leading): void {
-    if (leading.quietUntil !== undefined || this.campaign.flights.busy) return;
+    if (leading.quietUntil !== undefined || this.campaign.inFlight.busy) return;
     this.scheduleRenewal(leading, 0);
   }
 

@@ -31,7 +31,7 @@ export class LeaderWatch {
   private last: LeaderState | undefined;
   private readonly observation = new LeaseObservation();
   private readonly lockRetry = new LockRetry();
-  private readonly flights = new OneInFlight((error) => this.subscriber.error(error));
+  private readonly inFlight = new OneInFlight((error) => this.subscriber.error(error));
   private unwatch: (() => void) | undefined;
   /** Set when the store reports a change while a look is in flight: its answer may predate the change, so another look follows it at once. */
   private changedMeanwhile = false;
@@ -56,9 +56,9 @@ export class LeaderWatch {
   private readonly look = (): void => {
     this.timer?.unsubscribe();
     const { store, slot, scheduler } = this.setting;
-    this.flights.whenSettled(() => {
+    this.inFlight.whenSettled(() => {
       this.changedMeanwhile = false;
-      this.flights.run(
+      this.inFlight.run(
         () => store.look(slot, readClocks(scheduler)),
         (view) => this.landed(() => this.seen(view)),
         (error) => this.landed(() => this.failed(error)),
@@ -68,7 +68,7 @@ export class LeaderWatch {
 
   private changed(): void {
     // A timer set now would be replaced by the next one that the answer on its way sets.
-    if (this.flights.busy) this.changedMeanwhile = true;
+    if (this.inFlight.busy) this.changedMeanwhile = true;
     else this.lookIn(0);
   }
 
@@ -80,7 +80,7 @@ export class LeaderWatch {
 
   /** An answer is handled unless the stream ended, or a newer look is due. */
   private landed(handle: () => void): void {
-    if (!this.subscriber.closed && !this.flights.hasQueued) handle();
+    if (!this.subscriber.closed && !this.inFlight.hasQueued) handle();
   }
 
   private seen(view: LeaseView | undefined): void {

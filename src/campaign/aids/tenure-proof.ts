@@ -1,3 +1,4 @@
+import type { Subscription } from 'rxjs';
 import type { Lease } from '../../core/leadership-event';
 import { LeaseRecord, sameTenure, TenureProof, TenureWatch } from '../../store/lease-store';
 
@@ -28,11 +29,32 @@ export class ProofOfEnd {
  * tenure, and a leader says when its belief ended. Without it, followers wait for the lease.
  */
 export class TenureProofAid {
+  /** Tenures handed over, whose end is proven only once their successor's window is over. */
+  private readonly later = new Map<Subscription, Lease>();
+
   constructor(private readonly proof: TenureProof | undefined) {}
 
   /** The leader's side: this candidate no longer believes in `lease`, so its followers may prove it over. */
   endTenure(lease: Lease): void {
     this.proof?.endTenure(lease);
+  }
+
+  /** `endTenure` on the campaign's timer (`schedule`), unless `endAllNow` comes first. */
+  endTenureLater(lease: Lease, schedule: (end: () => void) => Subscription): void {
+    const later = schedule(() => {
+      this.later.delete(later);
+      this.endTenure(lease);
+    });
+    this.later.set(later, lease);
+  }
+
+  /** Ends at once what waited (the campaign stopped): no timer outlives the campaign. */
+  endAllNow(): void {
+    for (const [later, lease] of this.later) {
+      later.unsubscribe();
+      this.endTenure(lease);
+    }
+    this.later.clear();
   }
 
   /**
