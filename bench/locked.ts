@@ -55,7 +55,7 @@ function callsUnderLock(file: string, holder: Database.Database, calls: number):
       'follower attempt': () => store.acquire(9, 'other', reading(), 60_000),
       renew: () => store.renew(lease, reading(), 60_000),
       release: () => store.release({ ...lease, slot: 7 }),
-      standBy: () => store.standBy(9, 'other', reading(), 60_000, 3),
+      standBy: () => store.capabilities.standby.standBy(9, 'other', reading(), 60_000, 3),
       look: () => store.look(9, reading()),
     };
     holder.exec('BEGIN EXCLUSIVE');

@@ -33,7 +33,7 @@ export const plants: Record<string, Plant> = {
   },
   'renew-unchecked': {
     what: 'a renewal that does not look at whether it changed a row',
-    file: 'src/store/sqlite/sqlite-lease-store.js',
+    file: 'src/store/sqlite/sqlite-prepared.js',
     find: 'if (renew().run({ ...lease, expiresAt: now.wall + expiresAfter }).changes !== 1)',
     replace: 'if (renew().run({ ...lease, expiresAt: now.wall + expiresAfter }).changes !== 1 && false)',
   },
@@ -81,7 +81,7 @@ export const plants: Record<string, Plant> = {
   },
   'fenced-ignores-expiry': {
     what: "a fenced write that checks the tenure's holder and term, not that its lease still stands",
-    file: 'src/store/sqlite/sqlite-lease-store.js',
+    file: 'src/store/sqlite/sqlite-prepared.js',
     find: '() => (0, lease_check_1.stands)(row.expiresIn)',
     replace: '() => true',
   },

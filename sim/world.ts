@@ -7,7 +7,7 @@
 import { AsyncHook, createHook } from 'node:async_hooks';
 import Database from 'better-sqlite3';
 import { interval, Subject, Subscription, tap } from 'rxjs';
-import { valueNow } from '../src/core/eventually';
+import { Eventually, isPromiseLike, valueNow } from '../src/core/eventually';
 import { errorText } from '../src/core/error-text';
 import { Lease, LeadershipEvent } from '../src/core/leadership-event';
 import { whileLeader } from '../src/surface/operators/while-leader';
@@ -506,22 +506,23 @@ export class World {
       return answered(name, operation, delay, delay, () => failures && random() < 0.01);
     };
     // Every call that may answer later does so here, as on PostgreSQL: the capabilities' too.
+    const { standby, priorities, handoffs } = store.capabilities;
     return {
       clock: store.clock,
       capabilities: {
         ...store.capabilities,
         standby: {
-          standBy: (...args) => later('standBy', () => store.standBy(...args)),
-          leaveStandby: (...args) => later('leaveStandby', () => store.leaveStandby(...args)),
+          standBy: (...args) => later('standBy', () => atOnce(standby.standBy(...args))),
+          leaveStandby: (...args) => later('leaveStandby', () => atOnce(standby.leaveStandby(...args))),
         },
         priorities: {
-          declare: (...args) => later('declare', () => store.declare(...args)),
-          highest: (...args) => later('highest', () => store.highest(...args)),
+          declare: (...args) => later('declare', () => atOnce(priorities.declare(...args))),
+          highest: (...args) => later('highest', () => atOnce(priorities.highest(...args))),
         },
         handoffs: {
-          tell: (...args) => later('tell', () => store.tell(...args)),
-          handOver: (...args) => later('handOver', () => store.handOver(...args)),
-          watchHandoffs: (...args) => store.watchHandoffs(...args),
+          tell: (...args) => later('tell', () => atOnce(handoffs.tell(...args))),
+          handOver: (...args) => later('handOver', () => atOnce(handoffs.handOver(...args))),
+          watchHandoffs: (...args) => handoffs.watchHandoffs(...args),
         },
       },
       look: (...args) => later('look', () => store.look(...args)),
@@ -776,4 +777,10 @@ function describe(answer: unknown): string {
   const left = expiresIn === undefined ? '' : `, ${expiresIn.toFixed(1)} ms left`;
   const seen = lease ? `${lease.holder} term ${lease.term}${left}` : 'no lease';
   return acquired === undefined ? seen : `${acquired ? 'acquired' : 'refused'}: ${seen}`;
+}
+
+/** What a capability of the SQLite store answers: at once, never a promise (its statements are synchronous). */
+function atOnce<T>(answer: Eventually<T>): T {
+  if (isPromiseLike(answer)) throw new Error('A SQLite capability answered with a promise');
+  return answer;
 }

@@ -178,16 +178,21 @@ describe('observeLeadership', () => {
 
   describe('handing off to a chosen successor', () => {
     const ask = (term: number, to?: string) =>
-      sqliteLeaseStore(db).tell({ kind: 'asked', lease: { slot: 0, holder: 'a', term }, ...(to !== undefined && { to }) });
+      sqliteLeaseStore(db).capabilities.handoffs.tell({
+        kind: 'asked',
+        lease: { slot: 0, holder: 'a', term },
+        ...(to !== undefined && { to }),
+      });
 
     it('answers a roll call while it follows: present once, not while it leads, nor once heard', () => {
       const scheduler = virtualTime();
       const answers: Array<[number, string]> = [];
       const store = sqliteLeaseStore(db);
-      const stop = store.watchHandoffs('roll-call-spec', (word) => {
+      const stop = store.capabilities.handoffs.watchHandoffs('roll-call-spec', (word) => {
         if (word.kind === 'present') answers.push([scheduler.now(), word.holder]);
       });
-      const call = (to: string, heard: string[] = []) => store.tell({ kind: 'roll-call', slot: 0, to, replyTo: 'roll-call-spec', heard });
+      const call = (to: string, heard: string[] = []) =>
+        store.capabilities.handoffs.tell({ kind: 'roll-call', slot: 0, to, replyTo: 'roll-call-spec', heard });
       scheduler.run(({ expectObservable }) => {
         const a = observeLeadership(db, { ...timing, holder: 'a', scheduler });
         const b = observeLeadership(db, { ...timing, holder: 'b', scheduler });

@@ -34,8 +34,8 @@ describe('Campaign', () => {
     watching = false;
     powers = {
       standby: {
-        standBy: (...args) => sqlite.standBy(...args),
-        leaveStandby: (...args) => sqlite.leaveStandby(...args),
+        standBy: (...args) => sqlite.capabilities.standby.standBy(...args),
+        leaveStandby: (...args) => sqlite.capabilities.standby.leaveStandby(...args),
       },
       changes: {
         watch: (listener) => {
@@ -182,7 +182,7 @@ describe('Campaign', () => {
   });
 
   it('without a standby place, listens not, relies on the standbys and lets them try first at the expiry', () => {
-    ['p', 'q', 'r'].forEach((holder) => sqliteLeaseStore(db).standBy(0, holder, at(0), 1_000, 3));
+    ['p', 'q', 'r'].forEach((holder) => sqliteLeaseStore(db).capabilities.standby.standBy(0, holder, at(0), 1_000, 3));
     const acquire = jest.spyOn(store, 'acquire');
     const timing = { renewEvery: 60, expiresAfter: 200, retryEvery: 10 };
     // x's lease ends at 100: polls every renewEvery, then tries at 100 + 1 + retryEvery.
@@ -202,7 +202,7 @@ describe('Campaign', () => {
     /** What happens when b, leading `slot` in term 1, is asked to hand over to c by word from `origin`. */
     const askedFrom = (slot: number, origin: ChangeOrigin) => {
       const order: string[] = [];
-      const handOver: Handoffs['handOver'] = (...args) => (order.push('handed over'), sqlite.handOver(...args));
+      const handOver: Handoffs['handOver'] = (...args) => (order.push('handed over'), sqlite.capabilities.handoffs.handOver(...args));
       askedToHandOver(virtualTime(), handOver, { slot, origin, told: () => order.push('told') });
       return order;
     };
@@ -316,7 +316,7 @@ describe('Campaign', () => {
       let claims = 0;
       jest.spyOn(places, 'standBy').mockImplementation((...args) => {
         if (++claims > 1) throw new LockTaken('database is locked');
-        return sqliteLeaseStore(db).standBy(...args);
+        return sqliteLeaseStore(db).capabilities.standby.standBy(...args);
       });
       const acquire = jest.spyOn(store, 'acquire');
       let watchingAt70: boolean[] = [];
@@ -380,7 +380,7 @@ describe('Campaign', () => {
     });
 
     it('does not watch without a standby place', () => {
-      ['p', 'q', 'r'].forEach((holder) => sqliteLeaseStore(db).standBy(0, holder, at(0), 1_000, 3));
+      ['p', 'q', 'r'].forEach((holder) => sqliteLeaseStore(db).capabilities.standby.standBy(0, holder, at(0), 1_000, 3));
       campaignOfB({});
       expect(watched).toEqual([]);
     });

@@ -75,7 +75,7 @@ async function openSqlite(file: string, readonly: boolean): Promise<CliDatabase>
     source: opened.raw as SqliteDatabaseLike,
     hasLeaseTable: () => patiently(() => store.hasTable()),
     look: (slot) => patiently(() => store.look(slot, readClocks(monotonicScheduler))),
-    present: (slot, within) => lastValueFrom(rollCall(store, slot, everybody, within).pipe(toArray())),
+    present: (slot, within) => lastValueFrom(rollCall(store.capabilities.handoffs, slot, everybody, within).pipe(toArray())),
     endpointDescriptor: (lease) => store.endpointDescriptor(lease),
     close: async () => void opened.db.close(),
   };

@@ -166,15 +166,15 @@ describe('SqliteLeaseStore', () => {
           const ours = locked.open({ timeout: 2_000 });
           const store = sqliteLeaseStore(ours);
           const lease = { slot: 0, holder: 'a', term: store.acquire(0, 'a', at(1_000), 300).lease.term };
-          store.standBy(1, 'a', at(1_000), 300, 3);
+          store.capabilities.standby.standBy(1, 'a', at(1_000), 300, 3);
           const holder = locked.open({ timeout: 0 });
           holder.exec('BEGIN EXCLUSIVE'); // readers too are kept out in a rollback journal
           const operations: Record<string, () => unknown> = {
             acquire: () => store.acquire(1, 'a', at(1_000), 300),
             renew: () => store.renew(lease, at(1_000), 300),
             release: () => store.release(lease),
-            standBy: () => store.standBy(2, 'a', at(1_000), 300, 3),
-            leaveStandby: () => store.leaveStandby(1, 'a'),
+            standBy: () => store.capabilities.standby.standBy(2, 'a', at(1_000), 300, 3),
+            leaveStandby: () => store.capabilities.standby.leaveStandby(1, 'a'),
             ...(journal === 'wal' ? {} : { look: () => store.look(0, at(1_000)) }),
           };
           const outcomes = Object.entries(operations).map(([name, operation]) => {
@@ -232,8 +232,8 @@ describe('SqliteLeaseStore', () => {
       const ours = sqliteLeaseStore(file.open());
       const theirs = sqliteLeaseStore(other);
       const changes: string[] = [];
-      const unwatch = ours.watch((origin) => changes.push(origin));
-      expect(ours.isWatching()).toBe(true);
+      const unwatch = ours.capabilities.changes.watch((origin) => changes.push(origin));
+      expect(ours.capabilities.changes.isWatching()).toBe(true);
       const { lease } = theirs.acquire(0, 'b', at(1_000), 300);
       await eventually('the acquisition reported', () => changes.length === 1);
       theirs.renew({ slot: 0, holder: 'b', term: lease.term }, at(1_000), 400);
@@ -243,7 +243,7 @@ describe('SqliteLeaseStore', () => {
       await eventually('the release reported', () => changes.length >= 2);
       expect(changes).toEqual(['anywhere', 'anywhere']);
       unwatch();
-      expect(ours.isWatching()).toBe(false);
+      expect(ours.capabilities.changes.isWatching()).toBe(false);
     });
   });
 
@@ -256,7 +256,12 @@ describe('SqliteLeaseStore', () => {
     const places = () => db.prepare('SELECT place, holder, expires_at FROM worker_leadership_standby ORDER BY place').all();
 
     it('go to the first followers that ask, as many as there are places', () => {
-      expect(['a', 'b', 'c', 'd'].map((holder) => store.standBy(0, holder, at(1_000), 300, 3))).toEqual([true, true, true, false]);
+      expect(['a', 'b', 'c', 'd'].map((holder) => store.capabilities.standby.standBy(0, holder, at(1_000), 300, 3))).toEqual([
+        true,
+        true,
+        true,
+        false,
+      ]);
       expect(places()).toEqual([
         { place: 0, holder: 'a', expires_at: 1_300 },
         { place: 1, holder: 'b', expires_at: 1_300 },
@@ -265,20 +270,20 @@ describe('SqliteLeaseStore', () => {
     });
 
     it('are kept by renewing them, and taken by another once expired', () => {
-      store.standBy(0, 'a', at(1_000), 300, 1);
-      expect(store.standBy(0, 'a', at(1_200), 300, 1)).toBe(true);
-      expect(store.standBy(0, 'b', at(1_500), 300, 1)).toBe(false); // the expiry millisecond is still a's
-      expect(store.standBy(0, 'b', at(1_501), 300, 1)).toBe(true);
-      expect(store.standBy(0, 'a', at(1_502), 300, 1)).toBe(false);
+      store.capabilities.standby.standBy(0, 'a', at(1_000), 300, 1);
+      expect(store.capabilities.standby.standBy(0, 'a', at(1_200), 300, 1)).toBe(true);
+      expect(store.capabilities.standby.standBy(0, 'b', at(1_500), 300, 1)).toBe(false); // the expiry millisecond is still a's
+      expect(store.capabilities.standby.standBy(0, 'b', at(1_501), 300, 1)).toBe(true);
+      expect(store.capabilities.standby.standBy(0, 'a', at(1_502), 300, 1)).toBe(false);
     });
 
     it('are given up by leaving, and by winning the slot', () => {
-      store.standBy(0, 'a', at(1_000), 300, 2);
-      store.standBy(0, 'b', at(1_000), 300, 2);
-      store.leaveStandby(0, 'a');
+      store.capabilities.standby.standBy(0, 'a', at(1_000), 300, 2);
+      store.capabilities.standby.standBy(0, 'b', at(1_000), 300, 2);
+      store.capabilities.standby.leaveStandby(0, 'a');
       store.acquire(0, 'b', at(1_000), 300);
       expect(places()).toEqual([]);
-      expect(store.standBy(1, 'b', at(1_000), 300, 2)).toBe(true); // slots have places of their own
+      expect(store.capabilities.standby.standBy(1, 'b', at(1_000), 300, 2)).toBe(true); // slots have places of their own
     });
   });
 
@@ -296,12 +301,12 @@ describe('SqliteLeaseStore', () => {
         const reader = rollback.open({ timeout: 0 });
         reader.exec('BEGIN');
         reader.prepare('SELECT * FROM worker_leadership').all(); // a reader's lock: no commit in a rollback journal
-        expect(() => leader.handOver(held, 'b', at(Date.now()), 1_000)).toThrow(LockTaken);
+        expect(() => leader.capabilities.handoffs.handOver(held, 'b', at(Date.now()), 1_000)).toThrow(LockTaken);
         // A standby would take a closed endpoint for proof of the end, and the slot from under the handover.
         expect(lstatSync(endpoint).isSocket()).toBe(true);
         reader.exec('COMMIT');
-        expect(leader.handOver(held, 'b', at(Date.now()), 1_000)).toBeGreaterThan(held.term);
-        leader.endTenure(held);
+        expect(leader.capabilities.handoffs.handOver(held, 'b', at(Date.now()), 1_000)).toBeGreaterThan(held.term);
+        leader.capabilities.tenureProof.endTenure(held);
         expect(existsSync(endpoint)).toBe(false);
       } finally {
         rollback.remove();
@@ -317,19 +322,22 @@ describe('SqliteLeaseStore', () => {
       expect(boxes.size).toBe(16);
       const called = new Set<string>();
       const stops = [...boxes.values()].map((holder) =>
-        candidates.watchHandoffs(holder, (word) => {
+        candidates.capabilities.handoffs.watchHandoffs(holder, (word) => {
           if (word.kind === 'roll-call') called.add(holder);
         }),
       );
       const answers: string[] = [];
-      const stopAnswers = caller.watchHandoffs('roll-call-spec', (word) => word.kind === 'present' && answers.push(word.holder));
+      const stopAnswers = caller.capabilities.handoffs.watchHandoffs(
+        'roll-call-spec',
+        (word) => word.kind === 'present' && answers.push(word.holder),
+      );
       try {
-        caller.tell({ kind: 'roll-call', slot: 0, to: '', replyTo: 'roll-call-spec' });
+        caller.capabilities.handoffs.tell({ kind: 'roll-call', slot: 0, to: '', replyTo: 'roll-call-spec' });
         await eventually('every mailbox called', () => called.size === 16);
         // Two answers at once, from two mailboxes: neither overwrites the other.
         const [first, second] = [...boxes.values()];
-        candidates.tell({ kind: 'present', slot: 0, to: 'roll-call-spec', holder: first });
-        candidates.tell({ kind: 'present', slot: 0, to: 'roll-call-spec', holder: second });
+        candidates.capabilities.handoffs.tell({ kind: 'present', slot: 0, to: 'roll-call-spec', holder: first });
+        candidates.capabilities.handoffs.tell({ kind: 'present', slot: 0, to: 'roll-call-spec', holder: second });
         await eventually('both answers', () => answers.length === 2);
         expect(answers.sort()).toEqual([first, second].sort());
         expect(readFileSync(`${file.file}-leadership-handoff-${mailboxOf(first)}`, 'utf8')).toContain(`"holder":"${first}"`);
@@ -345,11 +353,11 @@ describe('SqliteLeaseStore', () => {
       const heard: unknown[] = [];
       const long = 'h'.repeat(256);
       const origins = new Set<string>();
-      const stop = hearer.watchHandoffs(long, (word, origin) => (heard.push(word), origins.add(origin)));
+      const stop = hearer.capabilities.handoffs.watchHandoffs(long, (word, origin) => (heard.push(word), origins.add(String(origin))));
       try {
-        asker.tell({ kind: 'asked', lease: lease(long, 7), to: long });
+        asker.capabilities.handoffs.tell({ kind: 'asked', lease: lease(long, 7), to: long });
         await eventually('the request', () => heard.length >= 1);
-        asker.tell({ kind: 'asked', lease: lease(long, 8) });
+        asker.capabilities.handoffs.tell({ kind: 'asked', lease: lease(long, 8) });
         await eventually('the second request', () => heard.some((word) => (word as { lease: { term: number } }).lease.term === 8));
         expect(heard[0]).toEqual({ kind: 'asked', lease: lease(long, 7), to: long });
         expect(heard.at(-1)).toEqual({ kind: 'asked', lease: lease(long, 8) });
@@ -365,9 +373,9 @@ describe('SqliteLeaseStore', () => {
 
   it('tells words about handoffs on the same connection at once, inside the call, as from here', () => {
     const heard: Array<[string, string | undefined]> = [];
-    const stop = store.watchHandoffs('b', (word, origin) => heard.push([word.kind, origin]));
+    const stop = store.capabilities.handoffs.watchHandoffs('b', (word, origin) => heard.push([word.kind, origin]));
     try {
-      store.tell({ kind: 'asked', lease: lease('b', 7), to: 'c' });
+      store.capabilities.handoffs.tell({ kind: 'asked', lease: lease('b', 7), to: 'c' });
       expect(heard).toEqual([['asked', 'here']]);
     } finally {
       stop();

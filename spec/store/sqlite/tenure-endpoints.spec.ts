@@ -43,7 +43,7 @@ describe('tenure endpoints', () => {
   };
   const watch = (lease: Lease) => {
     const ended = jest.fn();
-    const follower = sqliteLeaseStore(database.open()).watchTenure(lease, ended);
+    const follower = sqliteLeaseStore(database.open()).capabilities.tenureProof.watchTenure(lease, ended);
     return { follower, ended };
   };
 
@@ -154,9 +154,12 @@ describe('tenure endpoints', () => {
       const { acquired, lease } = sqliteLeaseStore(leader).acquire(0, 'a', at(Date.now()), 60_000);
       expect(acquired).toBe(true);
       expect(readdirSync(folder).filter((name) => name.includes('-leadership-'))).toEqual([]);
-      expect(sqliteLeaseStore(follower).watchTenure({ slot: 0, holder: lease.holder, term: lease.term }, () => undefined).watching).toBe(
-        false,
-      );
+      expect(
+        sqliteLeaseStore(follower).capabilities.tenureProof.watchTenure(
+          { slot: 0, holder: lease.holder, term: lease.term },
+          () => undefined,
+        ).watching,
+      ).toBe(false);
     } finally {
       leader.close();
       follower.close();

@@ -1,127 +1,41 @@
 /*
- * Longer than the others (about 500 lines): each operation's transaction, the tenure's
- * endpoint it opens before its commit and the signal it sends after are one sequence, and
- * they read best in one place. The SQL is in sqlite-statements.ts, the connection's checks in
- * sqlite-connection.ts, the endpoints in tenure-endpoints.ts and endpoint-watch.ts, the
- * words about handoffs in handoff-mailboxes.ts.
+ * The SQLite store: its five operations, each capability in a file of its own (changes.ts,
+ * standby.ts, tenure-proof.ts, handoffs.ts, priorities.ts), the statements it prepares on its
+ * connection in sqlite-prepared.ts, their SQL in sqlite-statements.ts, the connection's checks
+ * in sqlite-connection.ts, the side channels (signal file, endpoints, mailboxes) in
+ * side-channels.ts.
  */
-import type { Database, Statement, Transaction } from 'better-sqlite3';
+import type { Database, Statement } from 'better-sqlite3';
 import { argumentError } from '../../core/argument-check';
 import { LeadershipError } from '../../core/leadership-error';
 import { Lease } from '../../core/leadership-event';
-import { checkLease, stands } from '../lease-check';
+import { stands } from '../lease-check';
 import {
   AcquireOptions,
   AcquireResult,
-  ChangeOrigin,
   ClockReading,
+  FencingCapabilities,
   sameTenure,
-  LeaseChange,
-  ChangeSignals,
-  HandoffWord,
-  Handoffs,
   LeaseRecord,
   LeaseStore,
   LeaseTable,
   LeaseView,
-  Priorities,
   RenewOptions,
-  StandbyPlaces,
   StoreCapabilities,
-  TenureProof,
-  TenureWatch,
 } from '../lease-store';
-import { ChangeListeners } from '../change-listeners';
 import { toLeadershipError } from './sqlite-error';
 import { installSqliteSchema } from './sqlite-schema';
-import { readText, statementText } from './sqlite-statements';
+import { readText } from './sqlite-statements';
+import { deadlineOf, Judged, LeaseRow, Operate, Prepared, preparedOn, Statements, statementsOn, viewOf } from './sqlite-prepared';
+import { SqliteChanges } from './changes';
+import { SqliteStandby } from './standby';
+import { SqliteTenureProof } from './tenure-proof';
+import { SqliteHandoffs } from './handoffs';
+import { SqlitePriorities } from './priorities';
 import { canonicalPath, SqliteConnection } from './sqlite-connection';
-import { EndpointPort, fileSideChannels, MailboxPort, SignalPort, SqliteSideChannels } from './side-channels';
+import { EndpointPort, fileSideChannels, MailboxPort, SqliteSideChannels } from './side-channels';
 import { asBetterSqlite3 } from './sqlite-driver';
 import type { SqliteDatabaseLike } from './sqlite-database-like';
-
-/** A slot's row as read, with the ms its lease has left at the reading (see `remaining`). */
-interface LeaseRow extends Omit<LeaseRecord, 'advertised'> {
-  readonly expiresIn: number;
-  /** What the tenure's holder advertises; `null` for nothing. */
-  readonly advertised: string | null;
-}
-
-/** What the statements that judge a lease need of a reading: `clock`, `now`, `wall`. */
-type Judged = ClockReading & { slot: number };
-
-interface TakeParameters extends Judged {
-  holder: string;
-  expiresAt: number;
-}
-
-interface DeadlineParameters extends Lease {
-  clock: string;
-  deadline: number;
-}
-
-/** What a tenure's holder advertises (see `writeAdvertised`). */
-type Advertised = string | undefined;
-
-interface EndedTenure {
-  endedHolder: string | null;
-  endedTerm: number | null;
-}
-
-interface StandbyPlace {
-  place: number;
-  holder: string;
-  expiresAt: number;
-}
-
-interface StandbyClaim {
-  slot: number;
-  place: number;
-  holder: string;
-  now: number;
-  expiresAt: number;
-}
-
-interface Statements {
-  read: Statement<[Judged], LeaseRow>;
-  standbyRead: Statement<[number], StandbyPlace>;
-  standbyClaim: Statement<[StandbyClaim]>;
-  standbyLeave: Statement<[{ slot: number; holder: string }]>;
-  declare: Statement<[{ slot: number; holder: string; priority: number; clock: string; expiresAt: number }]>;
-  undeclare: Statement<[{ slot: number; holder: string }]>;
-  highest: Statement<[{ slot: number; holder: string } & ClockReading], number>;
-  acquire: Transaction<
-    (
-      parameters: TakeParameters & EndedTenure,
-      deadline: number,
-      advertised: Advertised,
-      openEndpoint: (tenure: Lease) => void,
-    ) => { acquired: boolean; lease: LeaseRow; replaced?: LeaseRecord }
-  >;
-  renew: Transaction<(lease: Lease, now: ClockReading, expiresAfter: number, advertised: Advertised) => boolean>;
-  release: Statement<[Lease]>;
-  /** The window's term, or `undefined` when the slot no longer held the lease. */
-  handOver: Transaction<(lease: Lease, to: string, now: ClockReading, window: number) => number | undefined>;
-  fenced: Transaction<(lease: Lease, now: () => ClockReading, work: () => unknown) => unknown>;
-}
-
-/** The row as a view: the lease, and the time it has left. */
-function viewOf(row: LeaseRow): LeaseView {
-  return { lease: recordOf(row), expiresIn: row.expiresIn };
-}
-
-function recordOf({ holder, term, expiresAt, advertised }: LeaseRow): LeaseRecord {
-  return advertised === null ? { holder, term, expiresAt } : { holder, term, expiresAt, advertised };
-}
-
-/**
- * The end of a lease written at `now` on the reading's clock, rounded up: a follower may
- * take the slot only once its own reading is past it, and so past the holder's belief,
- * which counts from when it sent the write, before this reading.
- */
-function deadlineOf(now: ClockReading, expiresAfter: number): number {
-  return Math.ceil(now.now + expiresAfter);
-}
 
 const stores = new WeakMap<Database, SqliteLeaseStore>();
 
@@ -156,31 +70,21 @@ export function sqliteLeaseStore(db: SqliteDatabaseLike): SqliteLeaseStore {
  * {@link sqliteLeaseStore}, which makes it). Nothing touches the database before the first
  * operation, which creates what is missing of the schema and prepares the statements.
  */
-export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, StandbyPlaces, TenureProof, Handoffs, Priorities {
+export class SqliteLeaseStore implements LeaseStore, LeaseTable {
   /** Every candidate of a SQLite file shares the host's clock: what is stored is timed by theirs. */
   readonly clock = 'candidate';
   /** The original worker's table. */
   readonly tableName = 'worker_leadership';
-  /** Releases signalled through a file, standby places and priorities in tables, tenures proven over by their endpoints, fencing in one of its transactions, handoffs by a file of words. */
-  readonly capabilities: StoreCapabilities = {
-    changes: this,
-    standby: this,
-    tenureProof: this,
-    fencing: { fenced: (lease, work, now) => this.fencedSync(lease, now, () => work(undefined)) },
-    handoffs: this,
-    priorities: this,
-  };
+  /** Every capability, each in a file of its own (changes.ts, standby.ts, tenure-proof.ts, handoffs.ts, priorities.ts); fencing in one of its transactions. */
+  readonly capabilities: Required<StoreCapabilities> & FencingCapabilities<undefined>;
+  /** What its operations tell of changes (see `SqliteChanges`). */
+  private readonly changes: SqliteChanges;
+  /** Its tenures' endpoints, which the command line hands to the command it runs. */
+  private readonly tenureProof: SqliteTenureProof;
   /** The connection, checked before each operation, used without the busy wait. */
   private readonly connection: SqliteConnection;
   /** The connection's statements, shared by every store made on it (see `Prepared`). */
   private readonly prepared: Prepared;
-  private readonly listeners = new ChangeListeners({
-    added: () => this.startWatching(),
-    emptied: () => this.stopWatching(),
-  });
-  private watcher: { close(): void } | undefined;
-  /** Where releases and elections are signalled to other processes; none for a database in memory. */
-  private readonly signalFile: SignalPort | undefined;
   /** How followers on this host learn at once that a leader's process is gone; none in memory. */
   private readonly endpoints: EndpointPort | undefined;
   /** Where words about handoffs go, to this connection's candidates and to other processes. */
@@ -206,9 +110,18 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
     this.election = election ?? undefined;
     this.prepared = preparedOn(db);
     this.connection = this.prepared.connection;
-    this.signalFile = channels.signals;
     this.endpoints = channels.endpoints;
     this.mailboxes = channels.mailboxes;
+    this.changes = new SqliteChanges(channels.signals, () => db.open);
+    this.tenureProof = new SqliteTenureProof(channels.endpoints);
+    this.capabilities = {
+      changes: this.changes,
+      standby: new SqliteStandby(this.operate),
+      tenureProof: this.tenureProof,
+      fencing: { fenced: (lease, work, now) => this.fencedSync(lease, now, () => work(undefined)) },
+      handoffs: new SqliteHandoffs(this.operate, this.connection, channels.mailboxes, channels.endpoints),
+      priorities: new SqlitePriorities(this.operate),
+    };
   }
 
   /**
@@ -226,7 +139,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
     expiresAfter: number,
     { waitForLock = true, ended, advertised }: AcquireOptions = {},
   ): AcquireResult {
-    return this.guard((statements) => {
+    return this.operate((statements) => {
       const answer = (acquired: boolean, row: LeaseRow): AcquireResult => ({ acquired, ...viewOf(row) });
       const judged = { slot, ...now };
       const seen = waitForLock ? statements.read.get(judged) : undefined;
@@ -255,7 +168,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
       }
       const { acquired, lease, replaced } = taken;
       if (acquired) {
-        this.signalFile?.signal(); // for observers; standbys find it taken
+        this.changes.elected();
         if (ended !== undefined) this.endpoints?.removeLeftover(ended); // its end was proven: a file left over
       }
       return replaced === undefined ? answer(acquired, lease) : { ...answer(acquired, lease), replaced };
@@ -263,116 +176,24 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
   }
 
   renew(lease: Lease, now: ClockReading, expiresAfter: number, { advertised }: RenewOptions = {}): boolean {
-    return this.guard((statements) => statements.renew.immediate(lease, now, expiresAfter, advertised));
+    return this.operate((statements) => statements.renew.immediate(lease, now, expiresAfter, advertised));
   }
 
   /** Frees the slot if it still holds `lease`; this candidate stops proving that it lives either way. */
   release(lease: Lease): boolean {
     let released: boolean;
     try {
-      released = this.guard((statements) => statements.release.run(lease).changes === 1);
+      released = this.operate((statements) => statements.release.run(lease).changes === 1);
     } finally {
       this.endpoints?.closeFor(lease);
     }
-    if (released) {
-      this.listeners.notify('here'); // candidates on this connection
-      this.signalFile?.signal(); // everybody else
-    }
+    if (released) this.changes.released();
     return released;
   }
 
-  /**
-   * Sends a word about a handoff: written to its addressee's mailbox file (see
-   * `HandoffMailboxes`), never to the database, so a read-only connection may tell too.
-   * Candidates of this connection hear it at once, the others through the file.
-   */
-  tell(word: HandoffWord): void {
-    this.connection.run(() => undefined); // a closed connection says so
-    this.mailboxes.tell(word);
-  }
-
-  /**
-   * Writes the slot to `to` for `window` ms if it still holds `lease` (a new term, and a
-   * deadline on the monotonic clock: a wall clock that steps neither stretches nor cuts the
-   * window), and tells `to`. The endpoint of `lease` stays open until the caller ends it
-   * (`endTenure`), once `to` had its window: closing it now would send every standby to the
-   * write lock at the moment `to` needs it. Open longer than the belief, it only delays a
-   * proof. If the slot no longer holds `lease`, it closes at once, as after a release. A
-   * handover that failed (the lock taken at its commit, say) leaves it open too: the slot is
-   * still `lease`'s, and a proof of its end now would let a standby take it from under the
-   * handover's next try; the caller ends it if it gives up.
-   */
-  handOver(lease: Lease, to: string, now: ClockReading, window: number): number | undefined {
-    const term = this.guard((statements) => statements.handOver.immediate(lease, to, now, window));
-    if (term === undefined) this.endpoints?.closeFor(lease);
-    else this.mailboxes.tell({ kind: 'handed', slot: lease.slot, to, term });
-    return term;
-  }
-
-  /**
-   * Priorities are timed on the host's monotonic clock, as leases are: a declaration that
-   * outlived its candidate (killed) holds the others back for its length, and no longer. On
-   * the wall clock, the declaration of a candidate whose clock had stepped forward held every
-   * lower one back for the step's length, the slot free meanwhile (the simulator found a
-   * slot without a leader until its run ended, after a candidate's clock stepped 216 s).
-   */
-  declare(slot: number, holder: string, priority: number, now: ClockReading, expiresAfter: number): void {
-    this.guard((statements) =>
-      priority > 0
-        ? statements.declare.run({ slot, holder, priority, clock: now.clock, expiresAt: deadlineOf(now, expiresAfter) })
-        : statements.undeclare.run({ slot, holder }),
-    );
-  }
-
-  highest(slot: number, holder: string, now: ClockReading): number {
-    return Number(this.guard((statements) => statements.highest.get({ slot, holder, ...now })));
-  }
-
-  /** Every word addressed to `holder`, from this connection and, through its mailbox's file, from every other. */
-  watchHandoffs(holder: string, listener: (word: HandoffWord, origin: ChangeOrigin) => void): () => void {
-    return this.mailboxes.watch(holder, listener);
-  }
-
-  endTenure(lease: Lease): void {
-    this.endpoints?.closeFor(lease);
-  }
-
-  /** The listening socket of `lease`'s endpoint, while this candidate holds it (see TenureEndpoints). */
+  /** @internal The listening socket of `lease`'s endpoint, while this candidate holds it (see TenureEndpoints). */
   endpointDescriptor(lease: Lease): number | undefined {
-    return this.endpoints?.descriptorOf(lease);
-  }
-
-  watchTenure(lease: Lease, onEnded: () => void): TenureWatch {
-    return this.endpoints?.watch(lease, onEnded) ?? { watching: false, close: () => undefined };
-  }
-
-  /**
-   * Standby places are timed by the wall clock: they only decide who is woken first, never
-   * who leads, and a step costs at most a place held for its length by a follower gone.
-   */
-  standBy(slot: number, holder: string, { wall: now }: ClockReading, expiresAfter: number, places: number): boolean {
-    const expiresAt = now + expiresAfter;
-    return this.guard((statements) => {
-      const taken = statements.standbyRead.all(slot);
-      const own = taken.find((place) => place.holder === holder);
-      const live = new Set(taken.filter((place) => place.expiresAt >= now).map((place) => place.place));
-      const place = own?.place ?? Array.from({ length: places }, (_, index) => index).find((index) => !live.has(index));
-      if (place === undefined) return false;
-      return statements.standbyClaim.run({ slot, place, holder, now, expiresAt }).changes === 1;
-    });
-  }
-
-  leaveStandby(slot: number, holder: string): void {
-    this.guard((statements) => statements.standbyLeave.run({ slot, holder }));
-  }
-
-  /** Releases, and elections by other processes; never renewals, which need no watching here (see LeaseView). */
-  watch(listener: (origin: ChangeOrigin, change: LeaseChange) => void): () => void {
-    return this.listeners.add(listener, {});
-  }
-
-  isWatching(): boolean {
-    return this.watcher !== undefined;
+    return this.tenureProof.endpointDescriptor(lease);
   }
 
   /**
@@ -400,7 +221,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
   install({ wal = false }: { wal?: boolean } = {}): string {
     return this.connection.run(() => {
       if (wal) this.db.pragma('journal_mode = WAL');
-      this.ready();
+      this.statements();
       return this.db.pragma('journal_mode', { simple: true }) as string;
     });
   }
@@ -413,7 +234,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
    * user's work needs that lock, and the user chose how long to wait for it.
    */
   fencedSync<T>(lease: Lease, now: () => ClockReading, work: () => T): T {
-    const statements = this.guard((prepared) => prepared);
+    const statements = this.operate((prepared) => prepared);
     // Errors of the user's work pass through untouched; only the library's own are translated.
     let inWork = false;
     const runWork = (): T => {
@@ -432,15 +253,15 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
     }
   }
 
-  private guard<T>(operation: (statements: Statements) => T): T {
-    return this.connection.run(() => {
+  /** Runs `operation` on the checked connection, with the schema made; the store's watches restarted if they were lost. */
+  private readonly operate: Operate = (operation) =>
+    this.connection.run(() => {
       this.watchIfWanted();
-      return operation(this.ready());
+      return operation(this.statements());
     });
-  }
 
   private watchIfWanted(): void {
-    if (this.listeners.any && this.watcher === undefined) this.startWatching();
+    this.changes.watchIfWanted();
     this.mailboxes.rewatch();
   }
 
@@ -470,164 +291,15 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable, ChangeSignals, 
   }
 
   /**
-   * Watches the signal file, creating it first if it is missing (on a read-only connection
-   * too: it is not the database, and an observer that starts first must hear of the first
-   * election); tried again at the next operation if that fails or the file goes.
-   */
-  private startWatching(): void {
-    if (this.watcher !== undefined || this.signalFile === undefined || !this.db.open) return;
-    this.signalFile.create();
-    this.watcher = this.signalFile.watch(
-      () => this.listeners.notify('anywhere'),
-      () => {
-        this.watcher = undefined;
-        this.listeners.notify('anywhere');
-      },
-    );
-  }
-
-  private stopWatching(): void {
-    this.watcher?.close();
-    this.watcher = undefined;
-  }
-
-  /**
    * The statements, each prepared at its first use: a candidate that never leads never
    * prepares a leader's, and one that starts often (a worker pool, the simulator's
    * restarts) pays for what it runs. The schema is made, and checked, at the first call.
    */
-  private ready(): Statements {
+  private statements(): Statements {
     if (this.prepared.statements) return this.prepared.statements;
     if (this.db.readonly) throw new LeadershipError('DATABASE_READONLY', 'The database connection is read-only');
     installSqliteSchema(this.db);
     const read = this.reader() as Statement<[Judged], LeaseRow>; // the schema is whole now
     return (this.prepared.statements = statementsOn(this.db, read));
   }
-}
-
-/** The store's statements and transactions on `db`, whose schema is whole (see `SqliteLeaseStore.ready`), each prepared at its first use. */
-function statementsOn(db: Database, read: Statement<[Judged], LeaseRow>): Statements {
-  const prepared = <P extends unknown[], R = unknown>(text: string) => onFirstUse(() => db.prepare<P, R>(text));
-  const take = prepared<[TakeParameters & EndedTenure]>(statementText.take);
-  const renew = prepared<[Lease & { expiresAt: number }]>(statementText.renew);
-  const writeDeadline = prepared<[DeadlineParameters]>(statementText.writeDeadline);
-  const standbyLeave = prepared<[{ slot: number; holder: string }]>(statementText.standbyLeave);
-  const mayWrite = prepared(statementText.mayWrite);
-  const advertise = advertiseStatement(prepared);
-  return onFirstUseEach<Statements>({
-    read: () => read,
-    standbyRead: () => db.prepare(statementText.standbyRead),
-    standbyClaim: () => db.prepare(statementText.standbyClaim),
-    standbyLeave,
-    declare: () => db.prepare(statementText.declare),
-    undeclare: () => db.prepare(statementText.undeclare),
-    highest: () => db.prepare<[{ slot: number; holder: string } & ClockReading], number>(statementText.highest).pluck(),
-    // A leader is nobody's standby: winning gives its standby place up, if it had one. Its
-    // endpoint opens before the commit, so that whoever reads the tenure can reach it; if
-    // the commit fails, nobody ever could, and it closes. The row and the deadline are
-    // written together: nobody ever reads one without the other.
-    acquire: () =>
-      db.transaction(
-        (parameters: TakeParameters & EndedTenure, deadline: number, advertised: Advertised, openEndpoint: (tenure: Lease) => void) => {
-          const before = read.get(parameters); // under the write lock: exactly what the take replaces
-          const acquired = take().run(parameters).changes === 1;
-          const lease = read.get(parameters) as LeaseRow;
-          if (!acquired) return { acquired, lease };
-          const tenure = { slot: parameters.slot, holder: lease.holder, term: lease.term };
-          writeDeadline().run({ ...tenure, clock: parameters.clock, deadline });
-          advertise(tenure, advertised);
-          standbyLeave().run({ slot: parameters.slot, holder: parameters.holder });
-          openEndpoint(tenure);
-          const replaced = before !== undefined && before.holder !== parameters.holder ? viewOf(before).lease : undefined;
-          return { acquired, lease: { ...lease, advertised: advertised ?? null, expiresIn: deadline - parameters.now }, replaced };
-        },
-      ),
-    renew: () =>
-      db.transaction((lease: Lease, now: ClockReading, expiresAfter: number, advertised: Advertised) => {
-        if (renew().run({ ...lease, expiresAt: now.wall + expiresAfter }).changes !== 1) return false;
-        writeDeadline().run({ ...lease, clock: now.clock, deadline: deadlineOf(now, expiresAfter) });
-        advertise(lease, advertised);
-        return true;
-      }),
-    release: () => db.prepare(statementText.release),
-    handOver: () => handOverTransaction(db, read, writeDeadline()),
-    // The check and the work share one IMMEDIATE transaction: a takeover needs the write
-    // lock, so it cannot fall between them, however long this process pauses. The time is
-    // read once the lock is held, not before: waiting for the lock may outlast the lease.
-    // A read-only connection fails first, with DATABASE_READONLY, on every driver.
-    fenced: () =>
-      db.transaction((held: Lease, now: () => ClockReading, runWork: () => unknown) => {
-        mayWrite().run();
-        const row = read.get({ slot: held.slot, ...now() });
-        checkLease(held, row && recordOf(row), () => stands((row as LeaseRow).expiresIn));
-        return runWork();
-      }),
-  });
-}
-
-/**
- * What a connection prepared: its checks, the read of the whole schema once it exists (see
- * `reader`), and the other statements once the schema was made (see `ready`). Statements
- * belong to their connection, not to a store: every store made on it shares them, so that
- * one made again (the simulator's next process on the connection its last one left)
- * prepares nothing again.
- */
-interface Prepared {
-  readonly connection: SqliteConnection;
-  wholeRead?: Statement<[Judged], LeaseRow>;
-  statements?: Statements;
-}
-
-const preparedOnConnection = new WeakMap<Database, Prepared>();
-
-function preparedOn(db: Database): Prepared {
-  let prepared = preparedOnConnection.get(db);
-  if (prepared === undefined) preparedOnConnection.set(db, (prepared = { connection: new SqliteConnection(db) }));
-  return prepared;
-}
-
-/** `make()`'s value, made at the first call and kept. */
-function onFirstUse<T>(make: () => T): () => T {
-  let made: T | undefined;
-  return () => (made ??= make());
-}
-
-/** An object whose every property is made by its maker at its first read, then kept. */
-function onFirstUseEach<T extends object>(makers: { [Name in keyof T]: () => T[Name] }): T {
-  const made = {} as T;
-  for (const name of Object.keys(makers) as Array<keyof T>) {
-    Object.defineProperty(made, name, {
-      configurable: true,
-      get: () => {
-        const value = makers[name]();
-        Object.defineProperty(made, name, { value });
-        return value;
-      },
-    });
-  }
-  return made;
-}
-
-/** Writes what the holder of `tenure` advertises, or that it advertises nothing. */
-function advertiseStatement(
-  prepared: <P extends unknown[]>(text: string) => () => Statement<P>,
-): (tenure: Lease, advertised: Advertised) => void {
-  const write = prepared<[Lease & { value: string }]>(statementText.writeAdvertised);
-  const clear = prepared<[{ slot: number }]>(statementText.clearAdvertised);
-  return (tenure, advertised) => void (advertised === undefined ? clear().run(tenure) : write().run({ ...tenure, value: advertised }));
-}
-
-/** The handover's transaction: the row and its deadline together, as at a take; the window is timed on the monotonic clock. */
-function handOverTransaction(
-  db: Database,
-  read: Statement<[Judged], LeaseRow>,
-  writeDeadline: Statement<[DeadlineParameters]>,
-): Statements['handOver'] {
-  const handOver = db.prepare<[Lease & { to: string; expiresAt: number }]>(statementText.handOver);
-  return db.transaction((lease: Lease, to: string, now: ClockReading, window: number) => {
-    if (handOver.run({ ...lease, to, expiresAt: now.wall + window }).changes !== 1) return undefined;
-    const { term } = read.get({ slot: lease.slot, ...now }) as LeaseRow;
-    writeDeadline.run({ slot: lease.slot, holder: to, term, clock: now.clock, deadline: deadlineOf(now, window) });
-    return term;
-  });
 }

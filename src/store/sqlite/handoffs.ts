@@ -1,0 +1,46 @@
+import type { Lease } from '../../core/leadership-event';
+import type { ChangeOrigin, ClockReading, HandoffWord, Handoffs } from '../lease-store';
+import type { EndpointPort, MailboxPort } from './side-channels';
+import type { SqliteConnection } from './sqlite-connection';
+import type { Operate } from './sqlite-prepared';
+
+/**
+ * The `handoffs` capability on SQLite: words go through mailbox files by addressee
+ * (handoff-mailboxes.ts), never through the database, so a read-only connection may tell
+ * too; a handover writes the slot to its successor for a window, timed on the monotonic clock.
+ */
+export class SqliteHandoffs implements Handoffs {
+  /** @internal Made by its store. */
+  constructor(
+    private readonly operate: Operate,
+    private readonly connection: SqliteConnection,
+    private readonly mailboxes: MailboxPort,
+    private readonly endpoints: EndpointPort | undefined,
+  ) {}
+
+  /** Candidates of this connection hear it at once, the others through the file. */
+  tell(word: HandoffWord): void {
+    this.connection.run(() => undefined); // a closed connection says so
+    this.mailboxes.tell(word);
+  }
+
+  /**
+   * Writes the slot to `to` for `window` ms if it still holds `lease`, and tells `to`. The
+   * endpoint of `lease` stays open until the caller ends it (`endTenure`), once `to` had its
+   * window: closing it now would send every standby to the write lock at the moment `to`
+   * needs it. If the slot no longer holds `lease`, it closes at once, as after a release. A
+   * handover that failed leaves it open too: the slot is still `lease`'s, and a proof of its
+   * end now would let a standby take it from under the handover's next try.
+   */
+  handOver(lease: Lease, to: string, now: ClockReading, window: number): number | undefined {
+    const term = this.operate((statements) => statements.handOver.immediate(lease, to, now, window));
+    if (term === undefined) this.endpoints?.closeFor(lease);
+    else this.mailboxes.tell({ kind: 'handed', slot: lease.slot, to, term });
+    return term;
+  }
+
+  /** Every word addressed to `holder`, from this connection and, through its mailbox's file, from every other. */
+  watchHandoffs(holder: string, listener: (word: HandoffWord, origin: ChangeOrigin) => void): () => void {
+    return this.mailboxes.watch(holder, listener);
+  }
+}
