@@ -94,7 +94,7 @@ describe.each(['transaction', 'session'] as const)('observeLeadership through Pg
       await new Promise((resolve) => setTimeout(resolve, 1_000)); // many polls later
       expect(ownWarnings()).toHaveLength(2);
       expect(ownWarnings()[0]).toContain('poll instead');
-      expect(follower.store.isWatching()).toBe(false);
+      expect(follower.store.capabilities.changes.isWatching()).toBe(false);
       // No word arrives: the named follower cannot answer that it stands by, nor the leader
       // hear a request. Nothing moves, and handOff says which.
       await expect(handOff(follower.store, { to: follower.holder, within: 1_000 })).rejects.toMatchObject({
@@ -112,7 +112,7 @@ describe.each(['transaction', 'session'] as const)('observeLeadership through Pg
       const candidates = ['a', 'b'].map(candidate);
       const first = await eventually('a leader', () => candidates.find((c) => c.leads()));
       const follower = candidates.find((c) => c !== first) as (typeof candidates)[number];
-      await eventually('the watch', () => follower.store.isWatching());
+      await eventually('the watch', () => follower.store.capabilities.changes.isWatching());
       first.subscription.unsubscribe();
       await eventually('the follower leads', () => follower.leads());
       expect(ownWarnings()).toEqual([]);

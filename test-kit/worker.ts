@@ -104,7 +104,7 @@ function postgresWorkerDatabase({ url, schema }: PostgresTarget, worker: string,
         report({ type: 'fenced-hang', slot: lease.slot, holder: lease.holder, term: lease.term, seq: uncommittedSeq });
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
       }),
-    standingBy: () => store.isWatching(),
+    standingBy: () => store.capabilities.changes.isWatching(),
     close: async () => {
       await store.settled().catch(() => undefined);
       await pool.end();

@@ -101,7 +101,7 @@ async function openPostgres(url: string, names: { schema?: string; table?: strin
     source: store,
     hasLeaseTable: () => store.hasTable(),
     look: async (slot) => store.look(slot),
-    present: (slot, within) => lastValueFrom(rollCall(store, slot, everybody, within).pipe(toArray())),
+    present: (slot, within) => lastValueFrom(rollCall(store.capabilities.handoffs, slot, everybody, within).pipe(toArray())),
     endpointDescriptor: () => undefined,
     close: async () => {
       await store.settled().catch(() => undefined);

@@ -153,13 +153,13 @@ describe('postgresLeaseStore', () => {
     });
 
     it('listens again for releases after its listening connection was killed', async () => {
-      const unwatch = store.watch(() => undefined);
+      const unwatch = store.capabilities.changes.watch(() => undefined);
       try {
-        await eventually('the watch', () => store.isWatching());
+        await eventually('the watch', () => store.capabilities.changes.isWatching());
         await killConnections();
-        await eventually('the watch to stop', () => !store.isWatching());
+        await eventually('the watch to stop', () => !store.capabilities.changes.isWatching());
         await acquire('a').catch(() => acquire('a')); // any operation tries again (the first may meet a killed connection)
-        await eventually('the watch', () => store.isWatching());
+        await eventually('the watch', () => store.capabilities.changes.isWatching());
       } finally {
         unwatch();
       }
@@ -218,7 +218,7 @@ describe('postgresLeaseStore', () => {
         for (const slot of slots)
           subscriptions.push(observeLeadership(candidates, { ...timing, slot }).subscribe((event) => events.push(event)));
         subscriptions.push(observeLeader(candidates, { slot: 0, pollEvery: 50 }).subscribe());
-        await eventually('the watch', () => candidates.isWatching());
+        await eventually('the watch', () => candidates.capabilities.changes.isWatching());
         expect(await mostHeld(name, 1_000)).toBeLessThanOrEqual(2); // following every slot
         await eventually('every slot led here', () => events.filter(({ type }) => type === 'elected').length === slots.length);
         expect(await mostHeld(name, 1_000)).toBeLessThanOrEqual(2); // leading every slot
@@ -243,7 +243,7 @@ describe('postgresLeaseStore', () => {
       await makeSchema();
       const states: LeaderState[] = [];
       subscriptions.push(observeLeader(store, { pollEvery: 60_000 }).subscribe((state) => states.push(state)));
-      await eventually('the watch', () => store.isWatching());
+      await eventually('the watch', () => store.capabilities.changes.isWatching());
       const other = testSchema();
       try {
         const elsewhere = postgresLeaseStore(other.pool, { schema: test.schema });
@@ -285,7 +285,7 @@ describe('postgresLeaseStore', () => {
         (_, i) => new Pool({ connectionString: testDatabaseUrl(), application_name: `${tag}-${i}` }),
       );
       const stores = others.map((other) => postgresLeaseStore(other, { schema: test.schema }));
-      const standBy = (i: number) => stores[i].standBy(0, `f${i}`, at(Date.now()), 60_000, 3);
+      const standBy = (i: number) => stores[i].capabilities.standby.standBy(0, `f${i}`, at(Date.now()), 60_000, 3);
       try {
         const held = await Promise.all(stores.map((_, i) => standBy(i)));
         expect(held.filter(Boolean)).toHaveLength(3);
@@ -304,7 +304,9 @@ describe('postgresLeaseStore', () => {
         for (const end = Date.now() + 10_000; !freed && Date.now() < end; await until(50)) freed = await standBy(last);
         expect(freed).toBe(true);
       } finally {
-        await Promise.all(stores.map((each, i) => each.leaveStandby(0, `f${i}`).catch(() => undefined)));
+        await Promise.all(
+          stores.map((each, i) => Promise.resolve(each.capabilities.standby.leaveStandby(0, `f${i}`)).catch(() => undefined)),
+        );
         await Promise.all(stores.map((each) => each.settled().catch(() => undefined)));
         await Promise.all(others.map((other) => other.end()));
       }
@@ -325,7 +327,7 @@ describe('postgresLeaseStore', () => {
       const other = testSchema();
       try {
         await postgresLeaseStore(other.pool, { schema: test.schema }).acquire(0, 'b', at(Date.now()), 60_000);
-        expect(store.isWatching()).toBe(false);
+        expect(store.capabilities.changes.isWatching()).toBe(false);
         // Seen once the store hears, not at the next poll a minute later.
         await eventually('the election seen', () => states.at(-1)?.holder === 'b', 10_000);
       } finally {
@@ -336,10 +338,10 @@ describe('postgresLeaseStore', () => {
     it('does not wake following candidates when another one is elected, only when the slot is released', async () => {
       await makeSchema();
       let woken: string[] = [];
-      const unwatch = store.watch(() => woken.push('follower'));
-      const unobserve = store.watch(() => woken.push('observer'), { elections: true });
+      const unwatch = store.capabilities.changes.watch(() => woken.push('follower'));
+      const unobserve = store.capabilities.changes.watch(() => woken.push('observer'), { elections: true });
       try {
-        await eventually('the watch', () => store.isWatching());
+        await eventually('the watch', () => store.capabilities.changes.isWatching());
         woken = []; // both were told, as it began, that changes may have gone unheard
         const { lease } = await acquire('b');
         await eventually('the election heard', () => woken.includes('observer'));

@@ -5,34 +5,27 @@ import { checkLease } from '../lease-check';
 import {
   AcquireOptions,
   AcquireResult,
-  ChangeOrigin,
-  ChangeSignals,
   ClockReading,
   Fencing,
   FencingCapabilities,
   FencingStore,
-  HandoffWord,
-  Handoffs,
-  LeaseChange,
   LeaseTable,
   LeaseView,
   LockTaken,
-  Priorities,
   RenewOptions,
-  StandbyPlaces,
-  WatchOptions,
+  StoreCapabilities,
 } from '../lease-store';
-import { ChangeListeners } from '../change-listeners';
 import { PostgresLeaseStoreConfig, resolvePostgresConfig } from './postgres-config';
 import { toLeadershipError } from './postgres-error';
 import { checkMayCampaign } from './postgres-privileges';
 import { describeTable, installPostgresSchema, PostgresLeaseTable, qualifiedNames } from './postgres-schema';
 import { StoreSession } from './postgres-session';
-import { StandbyLocks } from './postgres-standby';
+import { PostgresStandby, StandbyLocks } from './standby';
+import { PostgresChanges } from './changes';
+import { PostgresHandoffs } from './handoffs';
+import { PostgresPriorities } from './priorities';
 import { idleBound, keepsOff, replacedOf, Row, statementsFor, toRecord, toView } from './postgres-statements';
 import { inTransaction } from './postgres-transaction';
-import { handoffWordOf } from '../handoff-word';
-import { HandoffListeners } from '../handoff-listeners';
 
 export type { PostgresLeaseStoreConfig };
 
@@ -101,20 +94,16 @@ function answerOf(acquired: boolean, row: Row): AcquireResult {
 }
 
 /** See {@link postgresLeaseStore}. */
-export class PostgresLeaseStore
-  implements FencingStore<PoolClient>, LeaseTable, ChangeSignals, StandbyPlaces, Fencing<PoolClient>, Handoffs, Priorities
-{
+export class PostgresLeaseStore implements FencingStore<PoolClient>, LeaseTable, Fencing<PoolClient> {
   readonly clock = 'server';
   /** `schema.table`, as messages name it. */
   readonly tableName: string;
-  /** Notifications, standby places as advisory locks, fencing under the row's lock, handoffs and priorities by notification; no proof of a tenure's end across hosts. */
-  readonly capabilities: FencingCapabilities<PoolClient> = {
-    changes: this,
-    standby: this,
-    fencing: this,
-    handoffs: this,
-    priorities: this,
-  };
+  /** Each in a file of its own (changes.ts, standby.ts, handoffs.ts, priorities.ts), fencing under the row's lock; no proof of a tenure's end across hosts. */
+  readonly capabilities: Required<Omit<StoreCapabilities, 'tenureProof'>> & FencingCapabilities<PoolClient>;
+  private readonly changes: PostgresChanges;
+  private readonly standbyPlaces: PostgresStandby;
+  private readonly handoffs: PostgresHandoffs;
+  private readonly priorities: PostgresPriorities;
   private readonly statements: ReturnType<typeof statementsFor>;
   /** The table and its term sequence, quoted. */
   private readonly qualified: { readonly table: string; readonly termSequence: string };
@@ -128,21 +117,10 @@ export class PostgresLeaseStore
     /** The start of a candidate's declared priority, followed by its JSON (see `declare`). */
     readonly priority: string;
   };
-  /** The priorities heard declared, by `slot holder`, each until when (ms of `performance.now()`) it holds. */
-  private readonly declared = new Map<
-    string,
-    { readonly slot: number; readonly holder: string; readonly priority: number; readonly until: number }
-  >();
-  /** Who hears of handoffs: every candidate of this store, leaders and followers alike, each for its holder. */
-  private readonly handoffListeners = new HandoffListeners({ emptied: () => this.session.stopIfUnwanted() });
   /** The schema being made, or made; unset again if making it failed. */
   private schemaReady: Promise<void> | undefined;
   /** The check that this role may campaign, once one was made and passed (see `checkMayCampaign`). */
   private campaignAllowed: Promise<void> | undefined;
-  private readonly listeners = new ChangeListeners({
-    added: () => this.session.start(),
-    emptied: () => this.session.stopIfUnwanted(),
-  });
   /** One statement at a time, on the session that listens when there is one. */
   private readonly session: StoreSession;
   private readonly standby: StandbyLocks;
@@ -169,13 +147,37 @@ export class PostgresLeaseStore
       priority: `priority ${table} `,
     };
     this.session = new StoreSession(pool, queryTimeout, table, {
-      wanted: () => this.listeners.any || this.handoffListeners.any || this.standby.wanted,
+      wanted: () => this.listening || this.standby.wanted,
       notified: (payload) => this.onNotification(payload),
       ended: () => this.standby.forget(),
-      hearing: () => this.listeners.notify('anywhere', 'unheard'),
+      hearing: () => this.changes.heard('unheard'),
       schemaMade: () => this.schemaReady,
     });
     this.standby = new StandbyLocks(this.session, this.statements, (slot) => `${this.payloads.released} ${slot}`);
+    const { session } = this;
+    this.changes = new PostgresChanges({
+      start: () => session.start(),
+      unwanted: () => session.stopIfUnwanted(),
+      get hearing() {
+        return session.hearing;
+      },
+    });
+    this.handoffs = new PostgresHandoffs({
+      tell: (text) => this.tell(text),
+      handOver: (lease, to, window) => this.handOver(lease, to, window),
+      unwanted: () => session.stopIfUnwanted(),
+    });
+    this.priorities = new PostgresPriorities((text) =>
+      this.operation(async () => void (await this.query(this.statements.tell, [`${this.payloads.priority}${text}`]))),
+    );
+    this.standbyPlaces = new PostgresStandby(this.standby, (run) => this.operation(run));
+    this.capabilities = {
+      changes: this.changes,
+      standby: this.standbyPlaces,
+      fencing: this,
+      handoffs: this.handoffs,
+      priorities: this.priorities,
+    };
     // An idle connection closed by the server or the network is reported here, and would
     // end the process if nobody listened. The next operation simply takes another one.
     pool.on('error', () => undefined);
@@ -223,7 +225,7 @@ export class PostgresLeaseStore
     ];
     const [taken] = waitForLock ? await this.query<Row>(this.statements.take, parameters) : await this.takeInCrowd(parameters);
     if (taken !== undefined) {
-      void this.leaveStandby(slot, holder).catch(nothing); // a leader is nobody's standby
+      void this.standbyPlaces.leaveStandby(slot, holder).catch(nothing); // a leader is nobody's standby
       return answerOf(true, taken);
     }
     const [seen] = await this.query<Row>(this.statements.read, [slot]);
@@ -255,83 +257,28 @@ export class PostgresLeaseStore
     return released;
   }
 
-  /** Keeps or takes one of the first `places` standby places of `slot` (see `StandbyLocks`). */
-  standBy(slot: number, holder: string, _now: ClockReading, _expiresAfter: number, places: number): Promise<boolean> {
-    return this.operation(() => this.standby.claim(slot, holder, places));
-  }
-
-  /** Gives up `holder`'s standby place of `slot`, if it has one. */
-  leaveStandby(slot: number, holder: string): Promise<void> {
-    const unlock = this.standby.leave(slot, holder);
-    return unlock === undefined ? Promise.resolve() : this.operation(unlock);
-  }
-
-  /** Sends a word about a handoff, by a notification: it needs no right on the table, only to connect. */
-  async tell(word: HandoffWord): Promise<void> {
+  /** Sends a word about a handoff (its text), by a notification: it needs no right on the table, only to connect. */
+  private async tell(text: string): Promise<void> {
     try {
       // Whoever listens here (handOff, for the successor's word) hears from now on.
-      if (this.listeners.any || this.handoffListeners.any) await this.session.get();
-      await this.query(this.statements.tell, [`${this.payloads.handoff}${JSON.stringify(word)}`]);
+      if (this.listening) await this.session.get();
+      await this.query(this.statements.tell, [`${this.payloads.handoff}${text}`]);
     } catch (error) {
       throw toLeadershipError(error);
     }
   }
 
   /** Writes the slot to `to` for `window` ms if it still holds `lease`, and tells everyone (see the statement). */
-  handOver({ slot, holder, term }: Lease, to: string, _now: ClockReading, window: number): Promise<number | undefined> {
+  private handOver({ slot, holder, term }: Lease, to: string, window: number): Promise<number | undefined> {
     return this.operation(async () => {
       const [row] = await this.query<{ term: string }>(this.statements.handOver, [slot, holder, term, to, window, this.payloads.handoff]);
       return row === undefined ? undefined : Number(row.term);
     });
   }
 
-  /**
-   * Declares `holder`'s priority by a notification, heard by every process that listens
-   * (every candidate's does), which keeps it for `expiresAfter`: it needs no right on the
-   * table, and nothing is left behind by a process that dies. Behind a pooler that lends
-   * connections per transaction nobody hears it: every candidate is equal there.
-   */
-  declare(slot: number, holder: string, priority: number, _now: ClockReading, expiresAfter: number): Promise<void> {
-    return this.operation(async () => {
-      const word = JSON.stringify({ slot, holder, priority, for: expiresAfter });
-      await this.query(this.statements.tell, [`${this.payloads.priority}${word}`]);
-    });
-  }
-
-  /** `highest` answers from the notifications heard: no statement. */
-  readonly heard = true;
-
-  /** The highest priority heard declared for `slot` by another holder, and still held. */
-  highest(slot: number, holder: string): number {
-    this.forgetExpired();
-    let highest = 0;
-    for (const declared of this.declared.values()) {
-      if (declared.slot === slot && declared.holder !== holder) highest = Math.max(highest, declared.priority);
-    }
-    return highest;
-  }
-
-  /** Drops the declarations that ran out: at each look and each word, so that a process that only watches keeps none for long. */
-  private forgetExpired(): void {
-    const now = performance.now();
-    for (const [key, declared] of this.declared) if (declared.until < now) this.declared.delete(key);
-  }
-
-  /** Every word addressed to `holder`, for as long as the session listens (see `StoreSession`). Every process hears every word: a notification reaches all. */
-  watchHandoffs(holder: string, listener: (word: HandoffWord, origin: ChangeOrigin) => void): () => void {
-    // The session is opened by the next operation (a candidate's first comes at once), after
-    // the schema's: then both take the same connection of the pool, one after the other.
-    return this.handoffListeners.add(listener, holder);
-  }
-
-  /** Releases are reported to every listener; elections and renewals only to those that ask. */
-  watch(listener: (origin: ChangeOrigin, change: LeaseChange) => void, options: WatchOptions = {}): () => void {
-    return this.listeners.add(listener, options);
-  }
-
-  /** Whether notifications are known to reach this process now: it listens, and a probe made the round trip. */
-  isWatching(): boolean {
-    return this.session.hearing;
+  /** Whether anybody listens to this store (changes or handoffs): the session must, then. */
+  private get listening(): boolean {
+    return this.changes.wanted || this.handoffs.wanted;
   }
 
   /**
@@ -341,7 +288,7 @@ export class PostgresLeaseStore
    * reading of this host's clocks.)
    */
   look(slot: number): Promise<LeaseView | undefined> {
-    if (this.listeners.any) this.session.start();
+    if (this.changes.wanted) this.session.start();
     return (async () => {
       try {
         const [row] = await this.query<Row>(this.statements.read, [slot]);
@@ -425,7 +372,7 @@ export class PostgresLeaseStore
         // A session that is wanted is waited for (it is opened in a few ms, or found impossible):
         // a statement sent meanwhile would take a second connection of the pool, which then
         // stays idle in it for pg's idleTimeoutMillis.
-        if (this.listeners.any || this.handoffListeners.any) await this.session.get();
+        if (this.listening) await this.session.get();
         return await run();
       } catch (error) {
         throw toLeadershipError(error);
@@ -461,29 +408,11 @@ export class PostgresLeaseStore
   }
 
   private onNotification(payload: string): void {
-    if (payload === this.payloads.released) this.listeners.notify('anywhere');
-    else if (payload === this.payloads.elected) this.listeners.notify('anywhere', 'election');
-    else if (payload === this.payloads.renewed) this.listeners.notify('anywhere', 'renewal');
-    else if (payload.startsWith(this.payloads.handoff)) {
-      const word = handoffWordOf(payload.slice(this.payloads.handoff.length));
-      if (word !== undefined) this.handoffListeners.deliver(word, 'anywhere');
-    } else if (payload.startsWith(this.payloads.priority)) this.heardPriority(payload.slice(this.payloads.priority.length));
-  }
-
-  /** A declared priority (see `declare`); anything else is ignored. */
-  private heardPriority(text: string): void {
-    let word: unknown;
-    try {
-      word = JSON.parse(text);
-    } catch {
-      return;
-    }
-    const { slot, holder, priority, for: expiresAfter } = (word ?? {}) as Record<string, unknown>;
-    if (typeof slot !== 'number' || typeof holder !== 'string' || typeof priority !== 'number' || typeof expiresAfter !== 'number') return;
-    const key = `${slot} ${holder}`;
-    this.forgetExpired();
-    if (priority > 0 && Number.isFinite(priority))
-      this.declared.set(key, { slot, holder, priority, until: performance.now() + expiresAfter });
-    else this.declared.delete(key);
+    const { payloads } = this;
+    if (payload === payloads.released) this.changes.heard();
+    else if (payload === payloads.elected) this.changes.heard('election');
+    else if (payload === payloads.renewed) this.changes.heard('renewal');
+    else if (payload.startsWith(payloads.handoff)) this.handoffs.hear(payload.slice(payloads.handoff.length));
+    else if (payload.startsWith(payloads.priority)) this.priorities.hear(payload.slice(payloads.priority.length));
   }
 }

@@ -1,3 +1,4 @@
+import type { ClockReading, StandbyPlaces } from '../lease-store';
 import type { StoreSession } from './postgres-session';
 
 /** The key of `holder`'s standby place of `slot` among the places a store holds. */
@@ -75,5 +76,25 @@ export class StandbyLocks {
       }
       this.session.stopIfUnwanted();
     };
+  }
+}
+
+/** The `standby` capability on PostgreSQL: places are session advisory locks (see `StandbyLocks`). */
+export class PostgresStandby implements StandbyPlaces {
+  /** @internal Made by its store: `operate` runs an operation as the store runs each (see `PostgresLeaseStore.operation`). */
+  constructor(
+    private readonly locks: StandbyLocks,
+    private readonly operate: <T>(run: () => Promise<T>) => Promise<T>,
+  ) {}
+
+  /** Keeps or takes one of the first `places` standby places of `slot`. */
+  standBy(slot: number, holder: string, _now: ClockReading, _expiresAfter: number, places: number): Promise<boolean> {
+    return this.operate(() => this.locks.claim(slot, holder, places));
+  }
+
+  /** Gives up `holder`'s standby place of `slot`, if it has one. */
+  leaveStandby(slot: number, holder: string): Promise<void> {
+    const unlock = this.locks.leave(slot, holder);
+    return unlock === undefined ? Promise.resolve() : this.operate(unlock);
   }
 }
