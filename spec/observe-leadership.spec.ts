@@ -384,12 +384,13 @@ describe('observeLeadership', () => {
     const clock = pausableClock(scheduler);
     scheduler.run(({ expectObservable }) => {
       // At 12 the process pauses for 100: at 15 the job's tick is the first timer to run, past
-      // the lease (40). The tenure ends then, before the tick gets through, and a new one begins.
+      // the lease (40). The tenure ends then, before the tick gets through, and a new one
+      // begins retryEvery later (at 19), once any other candidate could have gone first.
       scheduler.schedule(() => clock.pause(100), 12);
       const ticks = observeLeadership(db, { ...timing, holder: 'a', scheduler: clock }).pipe(
         whileLeader((lease) => interval(5, scheduler).pipe(map(() => lease.term))),
       );
-      expectObservable(ticks, '^ 26ms !').toBe('5ms a 4ms a 9ms b 4ms b', { a: 1, b: 2 });
+      expectObservable(ticks, '^ 30ms !').toBe('5ms a 4ms a 13ms b 4ms b', { a: 1, b: 2 });
     });
   });
 
@@ -603,7 +604,7 @@ describe('observeLeadership on a database file', () => {
     ['its own busy timeout at 0', 0],
     ['a busy timeout of 5 s (better-sqlite3’s default), which it never waits in', 5_000],
   ])(
-    'with %s: tries renewals again while another connection holds the write lock, reports it every retryEvery, loses as expired at the expiry it last wrote, then is re-elected',
+    'with %s: tries renewals again while another connection holds the write lock, reports it every retryEvery, loses as expired at the expiry it last wrote, then is re-elected retryEvery later',
     (_, timeout) => {
       jest.spyOn(Math, 'random').mockReturnValue(0); // steps of 1 ms
       const db = file.open({ timeout });
@@ -614,17 +615,36 @@ describe('observeLeadership on a database file', () => {
         scheduler.schedule(() => other.exec('BEGIN IMMEDIATE'), 5);
         scheduler.schedule(() => other.exec('COMMIT'), 32);
         const events = observeLeadership(db, { ...timing, holder: 'a', scheduler });
-        // Renewals from 10 every ms: reported at 14, 18, 22 and 26; lost at 30; elected at 32.
-        expectObservable(events, '^ 36ms !').toBe('a 13ms e 3ms e 3ms e 3ms e 3ms l 1ms b', {
+        // Renewals from 10 every ms: reported at 14, 18, 22 and 26; lost at 30; elected at 34,
+        // once any other candidate had retryEvery to take the slot first.
+        expectObservable(events, '^ 38ms !').toBe('a 13ms e 3ms e 3ms e 3ms e 3ms l 3ms b', {
           a: elected('a', 1, 30),
           e: busy('a'),
           l: lost('a', 1, 'expired'),
-          b: elected('a', 2, 62),
+          b: elected('a', 2, 64),
         });
       });
       expect(db.pragma('busy_timeout', { simple: true })).toBe(timeout);
     },
   );
+
+  it('lets a follower locked out as long take the slot first when the lease it could not renew ran out (a pause inside a write, say)', () => {
+    jest.spyOn(Math, 'random').mockReturnValue(0); // steps of 1 ms
+    const [first, second, other] = [file.open(), file.open(), file.open()];
+    const scheduler = virtualTime();
+    scheduler.run(({ expectObservable }) => {
+      // Another connection holds the write lock from 5 until a's lease runs out at 30, as a
+      // leader paused inside its renewal would: nobody could take the slot meanwhile.
+      scheduler.schedule(() => other.exec('BEGIN IMMEDIATE'), 5);
+      scheduler.schedule(() => other.exec('COMMIT'), 30);
+      const quiet = { ...timing, retryEvery: 100 }; // no DATABASE_BUSY reports, for a short diagram
+      const a = observeLeadership(first, { ...quiet, holder: 'a', scheduler });
+      const b = observeLeadership(second, { ...quiet, holder: 'b', scheduler });
+      expectObservable(a, '^ 36ms !').toBe('a 29ms l', { a: elected('a', 1, 30), l: lost('a', 1, 'expired') });
+      // b tries at 31, the first ms after the lease it saw: a, first to know, waits retryEvery.
+      expectObservable(b, '^ 36ms !').toBe('31ms b', { b: elected('b', 2, 61) });
+    });
+  });
 
   it('refuses a second live subscription with the same holder through another connection to the same file: one election, not two', () => {
     // Both would pass the compare-and-set (holder = self), and both believe they lead.
