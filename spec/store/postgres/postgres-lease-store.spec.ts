@@ -113,6 +113,16 @@ describe('postgresLeaseStore', () => {
   describe('faults', () => {
     const timing = { renewEvery: 100, expiresAfter: 800, retryEvery: 100 };
 
+    it('answers DATABASE_BUSY, not an endless loop, when the slot is freed again between each take that found it held and the read after it', async () => {
+      await makeSchema();
+      // What a crowd taking and releasing it as fast as this store reads would do, three times.
+      const oneTry = jest.spyOn(store as unknown as { tryToTake(): Promise<undefined> }, 'tryToTake').mockResolvedValue(undefined);
+      await expect(acquire('b')).rejects.toMatchObject({ code: 'DATABASE_BUSY', message: expect.stringContaining('3 takes') });
+      expect(oneTry).toHaveBeenCalledTimes(3);
+      oneTry.mockRestore();
+      expect((await acquire('b')).acquired).toBe(true);
+    });
+
     it('ends the stream with DATABASE_CLOSED once the pool is ended', async () => {
       let elected = false;
       const events = lastValueFrom(

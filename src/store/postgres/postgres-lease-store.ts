@@ -93,6 +93,9 @@ function answerOf(acquired: boolean, row: Row): AcquireResult {
   return replaced === undefined ? { acquired, ...toView(row) } : { acquired, ...toView(row), replaced };
 }
 
+/** Tries of one `acquire` that each found the slot held, then free at the read after. */
+const takeTries = 3;
+
 /** See {@link postgresLeaseStore}. */
 export class PostgresLeaseStore implements FencingStore<PoolClient>, LeaseTable, Fencing<PoolClient> {
   readonly clock = 'server';
@@ -191,10 +194,12 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, LeaseTable,
   acquire(slot: number, holder: string, _now: ClockReading, expiresAfter: number, options: AcquireOptions = {}): Promise<AcquireResult> {
     return this.operation(async () => {
       await this.mayCampaign();
-      for (;;) {
+      for (let tries = 0; tries < takeTries; tries++) {
         const answer = await this.tryToTake(slot, holder, expiresAfter, options);
         if (answer !== undefined) return answer;
       }
+      // Others take and release it as fast as it reads: contention, tried again a few ms later.
+      throw new LockTaken(`The slot was freed again between each of ${takeTries} takes and the read after it`);
     });
   }
 
