@@ -2,15 +2,15 @@ import type { Lease } from '../../core/leadership-event';
 import type { ChangeOrigin, ClockReading, HandoffWord, Handoffs } from '../lease-store';
 import { HandoffListeners } from '../handoff-listeners';
 import { handoffWordOf } from '../handoff-word';
+import { toLeadershipError } from './postgres-error';
+import type { PostgresRunner } from './postgres-runner';
 
-/** What the handoffs ask of their store: its operations, as it runs them. */
-export interface HandoffChannel {
-  /** Sends a word's text as a notification (it needs no right on the table, only to connect). */
-  tell(text: string): Promise<void>;
-  /** Writes the slot to `to` for `window` ms if it still holds `lease`; the window's term. */
-  handOver(lease: Lease, to: string, window: number): Promise<number | undefined>;
-  /** Nobody hears handoffs any more: the session may go. */
-  unwanted(): void;
+/** The statements of handoffs (see `statementsFor`), and the start of a word's notification. */
+interface HandoffStatements {
+  readonly tell: string;
+  readonly handOver: string;
+  /** The start of a word's notification on this table, followed by its JSON (see `HandoffWord`). */
+  readonly payload: string;
 }
 
 /**
@@ -20,23 +20,38 @@ export interface HandoffChannel {
  */
 export class PostgresHandoffs implements Handoffs {
   /** Who hears of handoffs: every candidate of this store, leaders and followers alike, each for its holder. */
-  private readonly listeners = new HandoffListeners({ emptied: () => this.channel.unwanted() });
+  private readonly listeners = new HandoffListeners({ emptied: () => this.unwanted() });
 
-  /** @internal Made by its store. */
-  constructor(private readonly channel: HandoffChannel) {}
+  /** @internal Made by its store; `unwanted` tells it that nobody hears handoffs any more. */
+  constructor(
+    private readonly runner: PostgresRunner,
+    private readonly statements: HandoffStatements,
+    private readonly unwanted: () => void,
+  ) {}
 
   /** @internal Whether anybody hears handoffs here (the session must listen). */
   get wanted(): boolean {
     return this.listeners.any;
   }
 
-  tell(word: HandoffWord): Promise<void> {
-    return this.channel.tell(JSON.stringify(word));
+  /** A notification: it needs no right on the table, only to connect, so it does not wait for the schema. */
+  async tell(word: HandoffWord): Promise<void> {
+    const { runner, statements } = this;
+    try {
+      await runner.listened(); // whoever listens here (handOff, for the successor's word) hears from now on
+      await runner.query(statements.tell, [`${statements.payload}${JSON.stringify(word)}`]);
+    } catch (error) {
+      throw toLeadershipError(error);
+    }
   }
 
   /** Writes the slot to `to` for `window` ms if it still holds `lease`, and tells everyone (see the statement). */
-  handOver(lease: Lease, to: string, _now: ClockReading, window: number): Promise<number | undefined> {
-    return this.channel.handOver(lease, to, window);
+  handOver({ slot, holder, term }: Lease, to: string, _now: ClockReading, window: number): Promise<number | undefined> {
+    const { runner, statements } = this;
+    return runner.operation(async () => {
+      const [row] = await runner.query<{ term: string }>(statements.handOver, [slot, holder, term, to, window, statements.payload]);
+      return row === undefined ? undefined : Number(row.term);
+    });
   }
 
   /** Every word addressed to `holder`, for as long as the session listens. Every process hears every word: a notification reaches all. */

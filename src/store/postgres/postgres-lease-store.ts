@@ -24,6 +24,7 @@ import { PostgresStandby, StandbyLocks } from './standby';
 import { PostgresChanges } from './changes';
 import { PostgresHandoffs } from './handoffs';
 import { PostgresPriorities } from './priorities';
+import type { PostgresRunner } from './postgres-runner';
 import { idleBound, keepsOff, replacedOf, Row, statementsFor, toRecord, toView } from './postgres-statements';
 import { inTransaction } from './postgres-transaction';
 
@@ -165,15 +166,15 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, LeaseTable,
         return session.hearing;
       },
     });
-    this.handoffs = new PostgresHandoffs({
-      tell: (text) => this.tell(text),
-      handOver: (lease, to, window) => this.handOver(lease, to, window),
-      unwanted: () => session.stopIfUnwanted(),
-    });
-    this.priorities = new PostgresPriorities((text) =>
-      this.operation(async () => void (await this.query(this.statements.tell, [`${this.payloads.priority}${text}`]))),
-    );
-    this.standbyPlaces = new PostgresStandby(this.standby, (run) => this.operation(run));
+    const runner: PostgresRunner = {
+      operation: (run) => this.operation(run),
+      query: (text, values) => this.query(text, values),
+      listened: () => this.listened(),
+    };
+    const { tell, handOver } = this.statements;
+    this.handoffs = new PostgresHandoffs(runner, { tell, handOver, payload: this.payloads.handoff }, () => session.stopIfUnwanted());
+    this.priorities = new PostgresPriorities(runner, tell, this.payloads.priority);
+    this.standbyPlaces = new PostgresStandby(this.standby, runner.operation);
     this.capabilities = {
       changes: this.changes,
       standby: this.standbyPlaces,
@@ -260,25 +261,6 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, LeaseTable,
     // Kept for whoever awaits `settled()`: releases mostly run after the subscriber left.
     released.catch((error: unknown) => this.failedReleases.push(error));
     return released;
-  }
-
-  /** Sends a word about a handoff (its text), by a notification: it needs no right on the table, only to connect. */
-  private async tell(text: string): Promise<void> {
-    try {
-      // Whoever listens here (handOff, for the successor's word) hears from now on.
-      if (this.listening) await this.session.get();
-      await this.query(this.statements.tell, [`${this.payloads.handoff}${text}`]);
-    } catch (error) {
-      throw toLeadershipError(error);
-    }
-  }
-
-  /** Writes the slot to `to` for `window` ms if it still holds `lease`, and tells everyone (see the statement). */
-  private handOver({ slot, holder, term }: Lease, to: string, window: number): Promise<number | undefined> {
-    return this.operation(async () => {
-      const [row] = await this.query<{ term: string }>(this.statements.handOver, [slot, holder, term, to, window, this.payloads.handoff]);
-      return row === undefined ? undefined : Number(row.term);
-    });
   }
 
   /** Whether anybody listens to this store (changes or handoffs): the session must, then. */
@@ -374,10 +356,7 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, LeaseTable,
     const promise = (async () => {
       try {
         await this.ready();
-        // A session that is wanted is waited for (it is opened in a few ms, or found impossible):
-        // a statement sent meanwhile would take a second connection of the pool, which then
-        // stays idle in it for pg's idleTimeoutMillis.
-        if (this.listening) await this.session.get();
+        await this.listened();
         return await run();
       } catch (error) {
         throw toLeadershipError(error);
@@ -387,6 +366,15 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, LeaseTable,
     const forget = () => this.pending.delete(promise);
     promise.then(forget, forget);
     return promise;
+  }
+
+  /**
+   * A session that is wanted is waited for (it is opened in a few ms, or found impossible):
+   * a statement sent meanwhile would take a second connection of the pool, which then stays
+   * idle in it for pg's idleTimeoutMillis.
+   */
+  private async listened(): Promise<void> {
+    if (this.listening) await this.session.get();
   }
 
   private ready(): Promise<void> {

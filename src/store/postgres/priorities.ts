@@ -1,4 +1,5 @@
 import type { ClockReading, Priorities } from '../lease-store';
+import type { PostgresRunner } from './postgres-runner';
 
 /**
  * The `priorities` capability on PostgreSQL: a declaration is a notification, heard by every
@@ -15,11 +16,16 @@ export class PostgresPriorities implements Priorities {
     { readonly slot: number; readonly holder: string; readonly priority: number; readonly until: number }
   >();
 
-  /** @internal Made by its store: `announce` sends a declaration's text as an operation of the store. */
-  constructor(private readonly announce: (text: string) => Promise<void>) {}
+  /** @internal Made by its store: `tell` is its notifying statement, `payload` the start of a declaration's text on this table. */
+  constructor(
+    private readonly runner: PostgresRunner,
+    private readonly tell: string,
+    private readonly payload: string,
+  ) {}
 
   declare(slot: number, holder: string, priority: number, _now: ClockReading, expiresAfter: number): Promise<void> {
-    return this.announce(JSON.stringify({ slot, holder, priority, for: expiresAfter }));
+    const text = JSON.stringify({ slot, holder, priority, for: expiresAfter });
+    return this.runner.operation(async () => void (await this.runner.query(this.tell, [`${this.payload}${text}`])));
   }
 
   /** The highest priority heard declared for `slot` by another holder, and still held. */
