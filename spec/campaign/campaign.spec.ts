@@ -213,7 +213,7 @@ describe('Campaign', () => {
   it('with a priority declared, hears a release before its standby place is answered (seen in the conformance spec on PostgreSQL, Node.js 22 and 26)', () => {
     // A store across a network: the place is still to be answered when x releases, at 20.
     (powers.standby as StandbyPlaces).standBy = () => new Promise<boolean>(() => undefined);
-    powers.priorities = { declare: () => undefined, highest: () => 0, heard: true };
+    powers.priorities = { declare: () => undefined, highest: () => 0, answersLocally: true };
     const timing = { renewEvery: 30, expiresAfter: 1_000, retryEvery: 300, priority: 7 };
     const seen = campaignOfB({ 20: () => (releaseX(), notify?.('anywhere', 'release')) }, 60, timing);
     // Before: it did not listen until the place was answered, so it heard nothing and took
@@ -222,7 +222,7 @@ describe('Campaign', () => {
   });
 
   it('put off for a higher priority, makes no attempt while the slot it found held may not have been freed, and takes it once a release is heard and the put-off is over', () => {
-    powers.priorities = { declare: () => undefined, highest: () => 9, heard: true };
+    powers.priorities = { declare: () => undefined, highest: () => 9, answersLocally: true };
     const acquire = jest.spyOn(store, 'acquire');
     const timing = { renewEvery: 30, expiresAfter: 1_000, retryEvery: 50, priority: 1 };
     // x holds the slot until 1_001; it releases at 400, and the word comes at 410.
@@ -277,7 +277,7 @@ describe('Campaign', () => {
         'b',
         expect.objectContaining({ now: 10 }),
         90,
-        expect.objectContaining({ ended: { slot: 0, holder: 'x', term: 1 } }),
+        expect.objectContaining({ provenEnded: { slot: 0, holder: 'x', term: 1 } }),
       );
     });
 
@@ -544,7 +544,7 @@ describe('Campaign', () => {
     /**
      * A store whose slot x holds with a lease of 100 that says its length, and whose server's
      * clock says it ran out long ago (a step forward): `expiresIn` is no use. It gives the
-     * slot only to an attempt that names the exact lease (`over`). `renewAt` frames renew x's
+     * slot only to an attempt that names the exact lease (`outwaited`). `renewAt` frames renew x's
      * lease, which changes its expiry.
      */
     function watchingCampaign(
@@ -556,8 +556,8 @@ describe('Campaign', () => {
       const seen: Array<[number, string]> = [];
       const calls: Array<[number, LeaseRecord | undefined]> = [];
       let lease: LeaseRecord = { holder: 'x', term: 1, expiresAt: 1_000 };
-      const answer = (holder: string, expiresAfter: number, { over }: AcquireOptions): AcquireResult => {
-        if (over && over.holder === lease.holder && over.term === lease.term && over.expiresAt === lease.expiresAt) {
+      const answer = (holder: string, expiresAfter: number, { outwaited }: AcquireOptions): AcquireResult => {
+        if (outwaited && outwaited.holder === lease.holder && outwaited.term === lease.term && outwaited.expiresAt === lease.expiresAt) {
           lease = { holder, term: lease.term + 1, expiresAt: 5_000 };
           return { acquired: true, lease, expiresIn: -4_000, observeFor: expiresAfter };
         }
@@ -566,7 +566,7 @@ describe('Campaign', () => {
       const watching: LeaseStore = {
         ...store,
         acquire: (_slot, holder, _now, expiresAfter, options = {}) => {
-          calls.push([scheduler.now(), options.over]);
+          calls.push([scheduler.now(), options.outwaited]);
           const result = answer(holder, expiresAfter, options);
           if (latency === 0) return result;
           // Carried out when sent, answered `latency` frames later, as across a network.

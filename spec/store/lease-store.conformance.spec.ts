@@ -122,7 +122,7 @@ describe.each(stores)('%s lease store', (_, open) => {
       expect(seen.acquired).toBe(subject.timesLeases);
       expect(seen.observeFor).toBe(subject.timesLeases ? undefined : 1);
       if (!seen.acquired) await until(20);
-      const taken = seen.acquired ? seen : await store.acquire(0, 'b', at(Date.now()), 60_000, { over: seen.lease });
+      const taken = seen.acquired ? seen : await store.acquire(0, 'b', at(Date.now()), 60_000, { outwaited: seen.lease });
       expect(taken.acquired).toBe(true);
       expect(taken.lease.term).toBeGreaterThan(old.lease.term);
       // It says whose tenure it replaced (what a lock-delay waits for).
@@ -178,7 +178,9 @@ describe.each(stores)('%s lease store', (_, open) => {
       expect(await store.renew(lease, at(Date.now()), 1, { advertised: 'http://a:9090' })).toBe(true);
       await until(20);
       const seen = await acquire('b');
-      const taken = seen.acquired ? seen : (await until(20), await store.acquire(0, 'b', at(Date.now()), 60_000, { over: seen.lease }));
+      const taken = seen.acquired
+        ? seen
+        : (await until(20), await store.acquire(0, 'b', at(Date.now()), 60_000, { outwaited: seen.lease }));
       expect(taken.acquired).toBe(true);
       expect(taken.lease.advertised).toBeUndefined();
       expect(await look()).toEqual(expect.not.objectContaining({ advertised: expect.anything() }));
@@ -517,8 +519,8 @@ describe.each(stores)('%s lease store', (_, open) => {
         // PostgreSQL's followers time the window themselves: they watch it unchanged for its length.
         const seen = await store.look(0, at(Date.now()));
         await until(300);
-        const over = subject.timesLeases ? undefined : seen?.lease;
-        const taken = await store.acquire(0, 'c', at(Date.now()), 60_000, over && { over });
+        const outwaited = subject.timesLeases ? undefined : seen?.lease;
+        const taken = await store.acquire(0, 'c', at(Date.now()), 60_000, outwaited && { outwaited });
         expect(taken.acquired).toBe(true);
       });
 

@@ -138,12 +138,17 @@ export class FollowerSteps {
     follower.activity = { name: 'acquiring', changedMeanwhile: false };
     const sentAt = campaign.now();
     const { expiresAfter } = campaign.timing;
-    const { ended } = follower.proof;
-    const over = follower.observation.over(sentAt);
+    const { provenEnded } = follower.proof;
+    const outwaited = follower.observation.outwaited(sentAt);
     const { advertised } = campaign;
     campaign.inFlight.run(
       () =>
-        campaign.store.acquire(campaign.slot, campaign.holder, campaign.reading(), expiresAfter, { waitForLock, ended, over, advertised }),
+        campaign.store.acquire(campaign.slot, campaign.holder, campaign.reading(), expiresAfter, {
+          waitForLock,
+          provenEnded,
+          outwaited,
+          advertised,
+        }),
       (result) => this.onAcquireResult(follower, result, sentAt, advertised),
       (error) => this.onAcquireError(follower, error, waitForLock),
     );
@@ -187,11 +192,12 @@ export class FollowerSteps {
     this.watchLeader(follower, result.lease, expiresIn);
     if (activity.name === 'acquiring' && activity.changedMeanwhile) return campaign.wake(this.attemptInCrowd, 0);
     // Its own count of this lease ended while the answer was on its way: the attempt went out
-    // a little before, without the lease it may take (`over`), and the first ms after the end
+    // a little before, without the lease it may take (`outwaited`), and the first ms after the end
     // is already past. It tries again at once, not at its next poll, a whole `retryEvery` on.
     // (A timer can fire a ms or two early by this clock: Node.js counts from the event loop's
     // last turn.) Once at most per lease seen: the next attempt carries it.
-    const countEndedMeanwhile = follower.observation.over(sentAt) === undefined && follower.observation.over(campaign.now()) !== undefined;
+    const countEndedMeanwhile =
+      follower.observation.outwaited(sentAt) === undefined && follower.observation.outwaited(campaign.now()) !== undefined;
     if (countEndedMeanwhile && follower.standing.place !== 'full') return campaign.wake(this.attempt, 0);
     campaign.wake(this.attempt, Math.min(this.untilNextAttempt(follower, expiresIn), claimAgainIn));
   }

@@ -30,7 +30,7 @@ export class LeaseObservation {
   }
 
   /** The lease this reader watched unchanged for its whole length by `now`, if it did: its holder's belief is over. */
-  over(now: number): LeaseRecord | undefined {
+  outwaited(now: number): LeaseRecord | undefined {
     const { seen } = this;
     return seen !== undefined && now > seen.since + seen.observeFor ? seen.lease : undefined;
   }

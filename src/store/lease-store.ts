@@ -90,14 +90,14 @@ export interface AcquireOptions {
    * A tenure whose end was proven (`watchTenure` reported it): the attempt may take the slot
    * from exactly that holder and term before the lease expires. Nothing else ever may.
    */
-  readonly ended?: Lease;
+  readonly provenEnded?: Lease;
   /**
    * The slot's lease exactly as read (holder, term and expiry), which this candidate watched
    * unchanged for its `observeFor` (see {@link LeaseView}): its holder's belief is over, and
    * the attempt may take the slot from exactly that lease. Stores that time leases themselves
    * ignore it.
    */
-  readonly over?: LeaseRecord;
+  readonly outwaited?: LeaseRecord;
   /** What the candidate advertises, written with the tenure if it wins (see `LeaseRecord.advertised`). */
   readonly advertised?: string;
 }
@@ -269,7 +269,7 @@ export interface Priorities {
    * by a follower that knows of a declaration.
    * @default false
    */
-  readonly heard?: boolean;
+  readonly answersLocally?: boolean;
 }
 
 /**

@@ -384,7 +384,7 @@ describe('postgresLeaseStore', () => {
       });
       await until(400);
       const takeover = store
-        .acquire(0, 'b', at(Date.now()), 60_000, { over: seen.lease })
+        .acquire(0, 'b', at(Date.now()), 60_000, { outwaited: seen.lease })
         .then((result) => (order.push('taken over'), result));
       await work;
       const taken = await takeover;
@@ -406,7 +406,7 @@ describe('postgresLeaseStore', () => {
       );
       await until(400);
       const started = Date.now();
-      expect((await store.acquire(0, 'b', at(Date.now()), 60_000, { over: seen.lease })).acquired).toBe(true);
+      expect((await store.acquire(0, 'b', at(Date.now()), 60_000, { outwaited: seen.lease })).acquired).toBe(true);
       expect(Date.now() - started).toBeLessThan(1_500); // not after the 2 s stall
       expect(await settled).toBe('failed');
       expect((await pool.query(`SELECT count(*)::int AS n FROM ${ledger()}`)).rows[0].n).toBe(0);
@@ -427,7 +427,7 @@ describe('postgresLeaseStore', () => {
       const { lease } = await acquire('a', 500);
       const seen = await acquire('b');
       expect(await renewBehindTheRowLock(lease, 800)).toBe(false);
-      expect((await store.acquire(0, 'b', at(Date.now()), 60_000, { over: seen.lease })).acquired).toBe(true);
+      expect((await store.acquire(0, 'b', at(Date.now()), 60_000, { outwaited: seen.lease })).acquired).toBe(true);
     });
 
     it('renews a lease whose row was held for a while if the lease still stood when the wait ended, and an expired lease nobody took', async () => {

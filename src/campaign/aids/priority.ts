@@ -140,7 +140,7 @@ export class PriorityAid {
     const now = campaign.now();
     const { declared } = deferral;
     const known = declared !== undefined && declared.priority > 0 && now - declared.at < campaign.timing.expiresAfter;
-    if (priorities === undefined || (!waitForLock && !known && priorities.heard !== true)) return 0;
+    if (priorities === undefined || (!waitForLock && !known && priorities.answersLocally !== true)) return 0;
     try {
       const highest = valueNow(priorities.highest(campaign.slot, campaign.holder, campaign.reading()));
       deferral.declared = highest === undefined ? undefined : { priority: highest, at: now };

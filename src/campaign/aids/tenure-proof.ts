@@ -7,19 +7,19 @@ export class ProofOfEnd {
   /** While it stands by, and its store can prove a tenure over: its watch on the leader's tenure. */
   watched: { readonly lease: Lease; readonly watch: TenureWatch } | undefined;
   /** A tenure whose end the store proved: attempts may take the slot from it until it changes hands. */
-  ended: Lease | undefined;
+  provenEnded: Lease | undefined;
 
   /**
    * What an attempt that won `replaced`: the tenure it took, or `undefined` for one whose end
    * was proven, which is no expired lease (no lock-delay for it).
    */
   expiredOf(replaced: LeaseRecord | undefined): LeaseRecord | undefined {
-    return replaced !== undefined && !sameTenure(replaced, this.ended) ? replaced : undefined;
+    return replaced !== undefined && !sameTenure(replaced, this.provenEnded) ? replaced : undefined;
   }
 
   /** An attempt found `lease` in the slot: a proven end counts only while the slot stays with that tenure. */
   found(lease: LeaseRecord): void {
-    if (this.ended !== undefined && !sameTenure(lease, this.ended)) this.ended = undefined;
+    if (this.provenEnded !== undefined && !sameTenure(lease, this.provenEnded)) this.provenEnded = undefined;
   }
 }
 
@@ -72,7 +72,7 @@ export class TenureProofAid {
       if (state.watched?.lease !== tenure) return; // no longer watched
       // Its holder's belief is over: attempts may take the slot from exactly that tenure.
       state.watched = undefined;
-      state.ended = tenure;
+      state.provenEnded = tenure;
       onProof();
     });
     state.watched = { lease: tenure, watch };

@@ -212,21 +212,21 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, LeaseTable,
     slot: number,
     holder: string,
     expiresAfter: number,
-    { waitForLock = true, over, advertised }: AcquireOptions,
+    { waitForLock = true, outwaited, advertised }: AcquireOptions,
   ): Promise<AcquireResult | undefined> {
     // Otherwise reading first keeps followers off the row's lock while a live lease stands.
     if (waitForLock) {
       const [seen] = await this.query<Row>(this.statements.read, [slot]);
-      if (seen !== undefined && seen.holder !== holder && keepsOff(seen, over)) return answerOf(false, seen);
+      if (seen !== undefined && seen.holder !== holder && keepsOff(seen, outwaited)) return answerOf(false, seen);
     }
     const parameters = [
       slot,
       holder,
       expiresAfter,
       this.payloads.elected,
-      over?.holder ?? null,
-      over?.term ?? null,
-      over?.expiresAt ?? null,
+      outwaited?.holder ?? null,
+      outwaited?.term ?? null,
+      outwaited?.expiresAt ?? null,
       advertised ?? null,
     ];
     const [taken] = waitForLock ? await this.query<Row>(this.statements.take, parameters) : await this.takeInCrowd(parameters);

@@ -181,13 +181,18 @@ export function toView(row: Row): LeaseView {
 
 /**
  * Whether `row` keeps a follower off the slot: a lease that says its length stands until
- * the follower watched it unchanged for that length (`over`); one without, until the
+ * the follower watched it unchanged for that length (`outwaited`); one without, until the
  * server's clock passes its end.
  */
-export function keepsOff(row: Row, over: LeaseRecord | undefined): boolean {
+export function keepsOff(row: Row, outwaited: LeaseRecord | undefined): boolean {
   if (row.lease_ms !== null && row.lease_ms !== undefined) {
     const lease = toRecord(row);
-    return over === undefined || lease.holder !== over.holder || lease.term !== over.term || lease.expiresAt !== over.expiresAt;
+    return (
+      outwaited === undefined ||
+      lease.holder !== outwaited.holder ||
+      lease.term !== outwaited.term ||
+      lease.expiresAt !== outwaited.expiresAt
+    );
   }
   return Number(row.expires_at) >= Number(row.now);
 }

@@ -9,7 +9,7 @@ import type { PostgresRunner } from './postgres-runner';
  */
 export class PostgresPriorities implements Priorities {
   /** `highest` answers from the notifications heard: no statement. */
-  readonly heard = true;
+  readonly answersLocally = true;
   /** The priorities heard declared, by `slot holder`, each until when (ms of `performance.now()`) it holds. */
   private readonly declared = new Map<
     string,

@@ -137,19 +137,20 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable {
     holder: string,
     now: ClockReading,
     expiresAfter: number,
-    { waitForLock = true, ended, advertised }: AcquireOptions = {},
+    { waitForLock = true, provenEnded, advertised }: AcquireOptions = {},
   ): AcquireResult {
     return this.operate((statements) => {
       const answer = (acquired: boolean, row: LeaseRow): AcquireResult => ({ acquired, ...viewOf(row) });
       const judged = { slot, ...now };
       const seen = waitForLock ? statements.read.get(judged) : undefined;
-      if (seen !== undefined && seen.holder !== holder && stands(seen.expiresIn) && !sameTenure(seen, ended)) return answer(false, seen);
+      if (seen !== undefined && seen.holder !== holder && stands(seen.expiresIn) && !sameTenure(seen, provenEnded))
+        return answer(false, seen);
       const parameters = {
         ...judged,
         holder,
         expiresAt: now.wall + expiresAfter,
-        endedHolder: ended?.holder ?? null,
-        endedTerm: ended?.term ?? null,
+        endedHolder: provenEnded?.holder ?? null,
+        endedTerm: provenEnded?.term ?? null,
       };
       // The tenure whose endpoint the transaction opened, before its commit.
       let opened: Lease | undefined;
@@ -169,7 +170,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable {
       const { acquired, lease, replaced } = taken;
       if (acquired) {
         this.changes.elected();
-        if (ended !== undefined) this.endpoints?.removeLeftover(ended); // its end was proven: a file left over
+        if (provenEnded !== undefined) this.endpoints?.removeLeftover(provenEnded); // its end was proven: a file left over
       }
       return replaced === undefined ? answer(acquired, lease) : { ...answer(acquired, lease), replaced };
     });
