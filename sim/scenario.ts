@@ -47,7 +47,7 @@ export interface Noise {
   /** Now and then a subscription with a priority (preempting or not) or a lock-delay. */
   options: boolean;
   /**
-   * The side channels misbehave: 2% of signals, words and proofs of a tenure's end lost, 2%
+   * The side channels misbehave: 2% of signals, messages and proofs of a tenure's end lost, 2%
    * delivered twice, 5% late by up to a lease. (Absent in scenarios written before it: off.)
    */
   channels?: boolean;

@@ -1,6 +1,6 @@
 /**
  * The SQLite store's side channels (src/store/sqlite/side-channels.ts) between the simulated
- * processes of one file, as events on the timeline: a signal reaches each watcher, a word
+ * processes of one file, as events on the timeline: a signal reaches each watcher, a message
  * each other process, a tenure's end each follower that reached its endpoint, each after a
  * delay drawn from the run's seed, and, as `copies` draws it, lost or delivered twice. A
  * process killed closes its endpoints, as the kernel does.
@@ -20,12 +20,12 @@ const key = ({ slot, holder, term }: Lease) => `${slot} ${term} ${holder}`;
 
 export class SimChannels {
   private readonly signalWatchers = new Map<() => void, SimProcessClock>();
-  private readonly words: Array<{ owner: SimProcessClock; listeners: HandoffListeners }> = [];
+  private readonly messages: Array<{ owner: SimProcessClock; listeners: HandoffListeners }> = [];
   private readonly endpoints = new Map<string, Endpoint>();
 
   constructor(
     private readonly timeline: Timeline,
-    /** How many times a signal, a word or a proof to `receiver` arrives (0: lost), and how long it takes, drawn at each. */
+    /** How many times a signal, a message or a proof to `receiver` arrives (0: lost), and how long it takes, drawn at each. */
     private readonly fate: (receiver: SimProcessClock, what: string) => { copies: number; delay: number },
   ) {}
 
@@ -37,7 +37,7 @@ export class SimChannels {
   /** The side channels of one process's connection. */
   of(owner: SimProcessClock): SqliteSideChannels {
     const listeners = new HandoffListeners();
-    this.words.push({ owner, listeners });
+    this.messages.push({ owner, listeners });
     return {
       signals: {
         create: () => undefined,
@@ -50,10 +50,11 @@ export class SimChannels {
         },
       },
       mailboxes: {
-        tell: (word) => {
-          for (const other of this.words) {
-            if (other.listeners === listeners) other.listeners.deliver(word, 'here');
-            else this.send(`word ${word.kind}`, () => other.listeners.deliver(word, 'anywhere'), other.owner);
+        tell: (message) => {
+          for (const other of this.messages) {
+            if (other.listeners === listeners) other.listeners.deliver(message, 'here');
+            // `word`: a message's fate is drawn from this name (see `fateOf`), as the recorded runs' were.
+            else this.send(`word ${message.kind}`, () => other.listeners.deliver(message, 'anywhere'), other.owner);
           }
         },
         watch: (holder, listener) => listeners.add(listener, holder),

@@ -720,7 +720,7 @@ export class World {
       if (told instanceof Promise) told.catch(() => undefined);
       else if (told !== undefined) valueNow(told);
     } catch {
-      // the word never went: as after a failed handOff
+      // the message never went: as after a failed handOff
     }
   }
 

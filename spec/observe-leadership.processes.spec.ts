@@ -63,7 +63,7 @@ describe.each(['wal', 'delete'] as const)('observeLeadership across processes, j
 
   it('hands off to the named standing candidate, asked from another process on a read-only connection: it alone takes over, at once', () =>
     explain(async () => {
-      // Timers this long leave only the words about the handoff to move the slot in time.
+      // Timers this long leave only the messages about the handoff to move the slot in time.
       const timing = { renewEvery: 20_000, expiresAfter: 60_000, retryEvery: 30_000 };
       const candidates = [start('candidate', timing), start('candidate', timing), start('candidate', timing)];
       const first = await leaderAmong(candidates);

@@ -95,7 +95,7 @@ describe.each(['transaction', 'session'] as const)('observeLeadership through Pg
       expect(ownWarnings()).toHaveLength(2);
       expect(ownWarnings()[0]).toContain('poll instead');
       expect(follower.store.capabilities.changes.isWatching()).toBe(false);
-      // No word arrives: the named follower cannot answer that it stands by, nor the leader
+      // No message arrives: the named follower cannot answer that it stands by, nor the leader
       // hear a request. Nothing moves, and handOff says which.
       await expect(handOff(follower.store, { to: follower.holder, within: 1_000 })).rejects.toMatchObject({
         code: 'HANDOFF_NOT_STANDING',

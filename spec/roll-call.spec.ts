@@ -1,25 +1,25 @@
 import { lastValueFrom, toArray } from 'rxjs';
-import type { ChangeOrigin, Handoffs, HandoffWord } from '../src';
+import type { ChangeOrigin, Handoffs, HandoffMessage } from '../src';
 import { rollCall } from '../src/surface/roll-call';
 
 /**
- * Words as SQLite's mailbox files carry them at worst: of the answers to one call that come
- * at the same moment, only the last is heard (the last word written wins).
+ * Messages as SQLite's mailbox files carry them at worst: of the answers to one call that come
+ * at the same moment, only the last is heard (the last message written wins).
  */
-function lossyCandidates(holders: string[]): Handoffs & { calls: Array<HandoffWord & { kind: 'roll-call' }> } {
-  const listeners = new Map<string, (word: HandoffWord, origin?: ChangeOrigin) => void>();
-  const calls: Array<HandoffWord & { kind: 'roll-call' }> = [];
+function lossyCandidates(holders: string[]): Handoffs & { calls: Array<HandoffMessage & { kind: 'roll-call' }> } {
+  const listeners = new Map<string, (message: HandoffMessage, origin?: ChangeOrigin) => void>();
+  const calls: Array<HandoffMessage & { kind: 'roll-call' }> = [];
   return {
     calls,
     handOver: () => undefined,
     watchHandoffs: (holder, listener) => (listeners.set(holder, listener), () => listeners.delete(holder)),
-    tell: (word) => {
-      if (word.kind !== 'roll-call') return;
-      calls.push(word);
-      const answering = holders.filter((holder) => (word.to === '' || word.to === holder) && !word.heard?.includes(holder));
+    tell: (message) => {
+      if (message.kind !== 'roll-call') return;
+      calls.push(message);
+      const answering = holders.filter((holder) => (message.to === '' || message.to === holder) && !message.heard?.includes(holder));
       const last = answering.at(-1);
       if (last !== undefined)
-        setTimeout(() => listeners.get(word.replyTo)?.({ kind: 'present', slot: word.slot, to: word.replyTo, holder: last }), 1);
+        setTimeout(() => listeners.get(message.replyTo)?.({ kind: 'present', slot: message.slot, to: message.replyTo, holder: last }), 1);
     },
   };
 }

@@ -57,7 +57,7 @@ export type {
   Fencing,
   FencingCapabilities,
   FencingStore,
-  HandoffWord,
+  HandoffMessage,
   Handoffs,
   LeaseChange,
   LeaseReader,

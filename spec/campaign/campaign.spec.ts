@@ -6,7 +6,7 @@ import {
   AcquireResult,
   ChangeOrigin,
   Handoffs,
-  HandoffWord,
+  HandoffMessage,
   LeaseChange,
   LeaseRecord,
   LeaseStore,
@@ -92,7 +92,7 @@ describe('Campaign', () => {
 
   /**
    * b leads `slot` (from 0) on a store whose handovers go through `handOver`; at 10 it is
-   * asked by word from `origin` to hand over to c (`told` runs right after the word); it
+   * asked by a message from `origin` to hand over to c (`told` runs right after the message); it
    * stops at `stopAt`.
    */
   function askedToHandOver(
@@ -105,7 +105,7 @@ describe('Campaign', () => {
       told = () => undefined,
     }: { slot?: number; origin?: ChangeOrigin; stopAt?: number; told?: () => void } = {},
   ): void {
-    let hear: ((word: HandoffWord, origin?: ChangeOrigin) => void) | undefined;
+    let hear: ((message: HandoffMessage, origin?: ChangeOrigin) => void) | undefined;
     powers.handoffs = {
       tell: () => undefined,
       handOver,
@@ -197,9 +197,9 @@ describe('Campaign', () => {
     expect(notify).toBeUndefined();
   });
 
-  it('acts on word of a handoff from another process at once, and on word told on its own connection once the call that told it is over', () => {
+  it('acts on a message about a handoff from another process at once, and on one told on its own connection once the call that told it is over', () => {
     const sqlite = sqliteLeaseStore(db);
-    /** What happens when b, leading `slot` in term 1, is asked to hand over to c by word from `origin`. */
+    /** What happens when b, leading `slot` in term 1, is asked to hand over to c by a message from `origin`. */
     const askedFrom = (slot: number, origin: ChangeOrigin) => {
       const order: string[] = [];
       const handOver: Handoffs['handOver'] = (...args) => (order.push('handed over'), sqlite.capabilities.handoffs.handOver(...args));
@@ -225,7 +225,7 @@ describe('Campaign', () => {
     powers.priorities = { declare: () => undefined, highest: () => 9, answersLocally: true };
     const acquire = jest.spyOn(store, 'acquire');
     const timing = { renewEvery: 30, expiresAfter: 1_000, retryEvery: 50, priority: 1 };
-    // x holds the slot until 1_001; it releases at 400, and the word comes at 410.
+    // x holds the slot until 1_001; it releases at 400, and the message comes at 410.
     const holdX = () => sqliteLeaseStore(db).renew({ slot: 0, holder: 'x', term: 1 }, at(1), 1_000);
     const seen = campaignOfB({ 1: holdX, 400: releaseX, 410: () => notify?.('anywhere', 'release') }, 600, timing);
     // Put off at 0, it tries at 50 (nothing found yet) and finds x; it listens from its first
@@ -233,7 +233,7 @@ describe('Campaign', () => {
     // attempt at 400, as x releases, would have raced the candidate of 9.
     const tries = acquire.mock.calls.map(([, , now]) => now.now);
     expect(tries.filter((at) => at < 410)).toEqual([50]);
-    expect(seen[0]).toEqual([410 + 50, 'elected']); // the candidate of 9 had its retryEvery from the word
+    expect(seen[0]).toEqual([410 + 50, 'elected']); // the candidate of 9 had its retryEvery from the message
   });
 
   it('pays no attention to changes while it leads', () => {

@@ -4,7 +4,7 @@ import {
   ElectedEvent,
   fenced,
   handOff,
-  HandoffWord,
+  HandoffMessage,
   Handoffs,
   LeaderState,
   LeadershipError,
@@ -452,12 +452,12 @@ describe.each(stores)('%s lease store', (_, open) => {
 
     describe('handOff', () => {
       const handoffsOf = () => store.capabilities?.handoffs as Handoffs;
-      /** Once words about handoffs reach this store's listeners (PostgreSQL: its LISTEN is in place): a request of another slot is heard. */
+      /** Once messages about handoffs reach this store's listeners (PostgreSQL: its LISTEN is in place): a request of another slot is heard. */
       const hearing = async () => {
         let heard = false;
-        const stop = handoffsOf().watchHandoffs('probe', (word) => (heard ||= word.kind === 'asked' && word.lease.slot === 99));
+        const stop = handoffsOf().watchHandoffs('probe', (message) => (heard ||= message.kind === 'asked' && message.lease.slot === 99));
         try {
-          await eventually('words heard', async () => {
+          await eventually('messages heard', async () => {
             await handoffsOf().tell({ kind: 'asked', lease: { slot: 99, holder: 'probe', term: 1 } });
             await until(10);
             return heard;
@@ -489,14 +489,14 @@ describe.each(stores)('%s lease store', (_, open) => {
 
       it('writes the slot to the successor for the window asked: it alone may take it, with a greater term, and the old tenure is over', async () => {
         const { lease } = await acquire('a');
-        const words: HandoffWord[] = [];
-        const stop = handoffsOf().watchHandoffs('b', (word) => words.push(word));
+        const messages: HandoffMessage[] = [];
+        const stop = handoffsOf().watchHandoffs('b', (message) => messages.push(message));
         try {
           await hearing();
           const window = await handoffsOf().handOver({ slot: 0, holder: 'a', term: lease.term }, 'b', at(Date.now()), 60_000);
           expect(window).toBeGreaterThan(lease.term);
-          await eventually('word of the handover', () => words.some((word) => word.kind === 'handed'));
-          const handed = words.find((word) => word.kind === 'handed') as Extract<HandoffWord, { kind: 'handed' }>;
+          await eventually('message of the handover', () => messages.some((message) => message.kind === 'handed'));
+          const handed = messages.find((message) => message.kind === 'handed') as Extract<HandoffMessage, { kind: 'handed' }>;
           expect(handed).toEqual({ kind: 'handed', slot: 0, to: 'b', term: window });
           expect(handed.term).toBeGreaterThan(lease.term);
           expect((await acquire('c')).acquired).toBe(false);
@@ -546,8 +546,8 @@ describe.each(stores)('%s lease store', (_, open) => {
         const b = candidate('b');
         // One that answers the roll call as a candidate would, then is gone: no campaign behind it.
         const handoffs = handoffsOf();
-        const stop = handoffs.watchHandoffs('ghost', (word) => {
-          if (word.kind === 'roll-call') void handoffs.tell({ kind: 'present', slot: 0, to: word.replyTo, holder: 'ghost' });
+        const stop = handoffs.watchHandoffs('ghost', (message) => {
+          if (message.kind === 'roll-call') void handoffs.tell({ kind: 'present', slot: 0, to: message.replyTo, holder: 'ghost' });
         });
         try {
           await hearing();

@@ -3,7 +3,7 @@ import { LeadershipError } from '../core/leadership-error';
 import { Lease, LeadershipEvent, LostReason } from '../core/leadership-event';
 import { readClocks } from '../core/monotonic-scheduler';
 import { Eventually } from '../core/eventually';
-import { ChangeOrigin, ClockReading, HandoffWord, LeaseRecord, LeaseStore } from '../store/lease-store';
+import { ChangeOrigin, ClockReading, HandoffMessage, LeaseRecord, LeaseStore } from '../store/lease-store';
 import type { CampaignContext, CampaignObserver, CampaignTiming } from './campaign-context';
 import { following, Following, Leading, Phase } from './campaign-phase';
 import { FollowerSteps } from './follower-steps';
@@ -71,7 +71,7 @@ export class Campaign implements CampaignContext {
 
   /** Tries to acquire at once, then goes on by itself until stopped. */
   start(): void {
-    this.handoff.hear(this.onHandoffWord);
+    this.handoff.hear(this.onHandoffMessage);
     this.follower.attempt();
   }
 
@@ -166,21 +166,21 @@ export class Campaign implements CampaignContext {
   }
 
   /**
-   * Word about a handoff. From another process, acted on at once: every ms is a ms of the
+   * Message about a handoff. From another process, acted on at once: every ms is a ms of the
    * handoff. From this connection, it is heard inside the operation that told it: after it.
    */
-  private readonly onHandoffWord = (word: HandoffWord, origin?: ChangeOrigin): void => {
-    if (origin === 'anywhere') return this.actOnHandoffWord(word);
-    this.scheduler.schedule(() => this.actOnHandoffWord(word));
+  private readonly onHandoffMessage = (message: HandoffMessage, origin?: ChangeOrigin): void => {
+    if (origin === 'anywhere') return this.actOnHandoffMessage(message);
+    this.scheduler.schedule(() => this.actOnHandoffMessage(message));
   };
 
-  private actOnHandoffWord(word: HandoffWord): void {
+  private actOnHandoffMessage(message: HandoffMessage): void {
     const { phase } = this;
-    if (word.kind === 'asked' && word.lease.slot === this.slot) this.handOff(word.lease, word.to);
-    else if (word.kind === 'handed' && word.slot === this.slot && word.to === this.holder && phase.name === 'following') {
+    if (message.kind === 'asked' && message.lease.slot === this.slot) this.handOff(message.lease, message.to);
+    else if (message.kind === 'handed' && message.slot === this.slot && message.to === this.holder && phase.name === 'following') {
       this.follower.onHanded(phase);
-    } else if (word.kind === 'roll-call' && word.slot === this.slot && phase.name === 'following') {
-      this.handoff.answer(word);
+    } else if (message.kind === 'roll-call' && message.slot === this.slot && phase.name === 'following') {
+      this.handoff.answer(message);
     }
   }
 

@@ -62,14 +62,14 @@ export class FollowerSteps {
   }
 
   /**
-   * The slot was handed to this candidate (see `HandoffWord`): it tries at once, sitting out
+   * The slot was handed to this candidate (see `HandoffMessage`): it tries at once, sitting out
    * or not; the slot is its own row for a short window, which nobody else may take.
    */
   onHanded(follower: Following): void {
     const { activity } = follower;
     if (this.campaign.phase !== follower) return;
     if (activity.name === 'acquiring') return void (activity.changedMeanwhile = true);
-    // At once, not on a timer: the word was heard on one already (see `Campaign.onHandoffWord`).
+    // At once, not on a timer: the message was heard on one already (see `Campaign.onHandoffMessage`).
     // Named, it goes first whatever the priorities.
     follower.activity = { name: 'due' };
     follower.deferral.attempt = 'named';

@@ -29,7 +29,7 @@ export interface CliDatabase {
   look(slot: number): Promise<LeaseView | undefined>;
   /**
    * The holders of the followers of `slot` that answer a roll call within `within` ms (see
-   * `rollCall`): those that can hear words about handoffs, as running now.
+   * `rollCall`): those that can hear messages about handoffs, as running now.
    */
   present(slot: number, within: number): Promise<string[]>;
   /** SQLite: the leader's endpoint (see tenure-endpoints.ts), for the command's guard to hold. */

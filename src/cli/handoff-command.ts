@@ -7,7 +7,7 @@ import { noTableError, openCliDatabase } from './cli-database';
 /**
  * `handoff <db> [--slot N] [--to HOLDER] [--within MS]`: asks the leader to hand its tenure
  * to the standing candidate HOLDER (to anybody, without `--to`), and says who leads next.
- * Asks on a read-only connection: the request is word to the candidates, never a write.
+ * Asks on a read-only connection: the request is a message to the candidates, never a write.
  */
 export async function handoffCommand(argv: readonly string[], print: (line: string) => void): Promise<number> {
   const parsed = parseArguments(argv, ['slot', 'to', 'within', 'schema', 'table'], []);

@@ -19,7 +19,7 @@ export interface SlotStatus {
   readonly length?: number;
   /**
    * The candidates that answered a roll call as followers of the slot, by holder: what
-   * `handoff --to` may name. Only those that hear words about handoffs can answer (see
+   * `handoff --to` may name. Only those that hear messages about handoffs can answer (see
    * docs/command-line.md). Left out with `--prometheus`, which calls no roll.
    */
   readonly standingBy?: string[];

@@ -46,7 +46,7 @@ export async function statusCommand(argv: readonly string[], print: (line: strin
   }
 }
 
-/** How long `status` waits for candidates to answer its roll call: their words take ms. */
+/** How long `status` waits for candidates to answer its roll call: their messages take ms. */
 const rollCallWithin = 250;
 
 /** Whether the lease of `view` stands, as far as one look can tell (see `SlotStatus.live`). */

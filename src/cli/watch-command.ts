@@ -55,7 +55,7 @@ export async function watchCommand(argv: readonly string[], print: (line: string
   });
 }
 
-/** How long `watch` waits for candidates to answer a roll call: their words take ms. */
+/** How long `watch` waits for candidates to answer a roll call: their messages take ms. */
 const rollCallWithin = 250;
 
 /**

@@ -31,7 +31,7 @@
  *   cannot hear requests (the original worker, an older version, notifications that do
  *   not reach it), or it is stalled.
  * - `HANDOFF_NOT_STANDING`: {@link handOff}'s named successor did not answer as a standing
- *   candidate of the slot (a misspelt holder, a process gone, or one that cannot hear words):
+ *   candidate of the slot (a misspelt holder, a process gone, or one that cannot hear messages):
  *   the leader was not asked, and nothing changed.
  * - `HANDOFF_NOT_TAKEN`: the leader handed over, but the named successor did not take the
  *   slot in its window (it died since it answered): another candidate leads now, or will

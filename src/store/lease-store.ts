@@ -243,7 +243,7 @@ export interface StoreCapabilities {
   readonly tenureProof?: TenureProof;
   /** Work in one transaction with the check that a lease still holds (see `fenced`). */
   readonly fencing?: Fencing<unknown>;
-  /** Word of handoffs: a leader asked to hand its tenure over, and a tenure handed to a named successor. Without it, nobody can be asked. */
+  /** Messages about handoffs: a leader asked to hand its tenure over, and a tenure handed to a named successor. Without it, nobody can be asked. */
   readonly handoffs?: Handoffs;
   /** Which standing candidates prefer to lead (the `priority` option). Without it, every candidate is equal. */
   readonly priorities?: Priorities;
@@ -273,14 +273,14 @@ export interface Priorities {
 }
 
 /**
- * Word about a handoff, heard by every candidate of every process that shares the store:
+ * A message about a handoff, heard by every candidate of every process that shares the store:
  * `asked`, the leader of `lease` is asked to hand its tenure to `to` (to anybody, without
  * it); `handed`, the tenure of `slot` was handed to `to`, which may take it at once: the
  * slot holds a window for `to` of term `term`, and `to`'s own tenure follows with a greater
  * one; `roll-call`, the followers of `slot` that hear it (`to`, or every one when `to` is
  * `''` (everybody: no holder is empty)) answer `present` to `replyTo`, saying who they are.
  */
-export type HandoffWord =
+export type HandoffMessage =
   | {
       /** A request to a leader. */
       readonly kind: 'asked';
@@ -306,7 +306,7 @@ export type HandoffWord =
       readonly slot: number;
       /** The candidate asked, or `''` (everybody: no holder is empty). */
       readonly to: string;
-      /** Where the answers go: an address of the asker's own, heard as a holder's words are. */
+      /** Where the answers go: an address of the asker's own, heard as a holder's messages are. */
       readonly replyTo: string;
       /** Those already heard, who need not answer again (a call is made again while answers come in). */
       readonly heard?: readonly string[];
@@ -322,21 +322,21 @@ export type HandoffWord =
       readonly holder: string;
     };
 
-/** The addressee of a word for every candidate (a roll call of them all): no holder is empty. */
+/** The addressee of a message for every candidate (a roll call of them all): no holder is empty. */
 export const everybody = '';
 
 /**
  * The `handoffs` capability: how a leader is asked to hand its tenure over, and how it
- * does. A request is only word, never a write of the lease table: it needs no right to
+ * does. A request is only a message, never a write of the lease table: it needs no right to
  * write, and only the leader it names, in that very tenure, acts on it.
  */
 export interface Handoffs {
   /**
-   * Sends `word` to its addressee (see `HandoffWord`): to the candidates of that holder in
+   * Sends `message` to its addressee (see `HandoffMessage`): to the candidates of that holder in
    * every process that shares the store, or to every candidate for `''` (everybody: no holder is empty). Best
-   * effort: a word may not arrive. Needs no right to write the lease table.
+   * effort: a message may not arrive. Needs no right to write the lease table.
    */
-  tell(word: HandoffWord): Eventually<void>;
+  tell(message: HandoffMessage): Eventually<void>;
   /**
    * Ends `lease` by writing the slot to `to` for `window` ms (a lease that `to` may take at
    * once, as its own row, and nobody else before it ends), then tells `to`. Only from the
@@ -348,14 +348,14 @@ export interface Handoffs {
    */
   handOver(lease: Lease, to: string, now: ClockReading, window: number): Eventually<number | undefined>;
   /**
-   * Calls `listener` with every word addressed to `holder`, of any slot: requests to it as
+   * Calls `listener` with every message addressed to `holder`, of any slot: requests to it as
    * the leader (`asked`), and the slot handed to it (`handed`), with where it came from:
-   * `here` for a word told on this connection, heard inside the call that told it (a
+   * `here` for a message told on this connection, heard inside the call that told it (a
    * campaign acts on it once that call is over), `anywhere` for one heard from another
-   * process (acted on at once). Without an origin, a word counts as `here`. Returns the
+   * process (acted on at once). Without an origin, a message counts as `here`. Returns the
    * way to stop.
    */
-  watchHandoffs(holder: string, listener: (word: HandoffWord, origin?: ChangeOrigin) => void): () => void;
+  watchHandoffs(holder: string, listener: (message: HandoffMessage, origin?: ChangeOrigin) => void): () => void;
 }
 
 /** The `changes` capability: word that a slot may have changed hands. */
@@ -390,7 +390,7 @@ export interface TenureProof {
   /**
    * Calls `onEnded` if, and only if, there is positive proof that `lease`'s holder no longer
    * believes in it (its process is gone, or it gave the tenure up), so that a follower may
-   * take the slot at once with `acquire(..., { ended: lease })`. No word proves nothing: the
+   * take the slot at once with `acquire(..., { provenEnded: lease })`. No word proves nothing: the
    * lease still stands.
    */
   watchTenure(lease: Lease, onEnded: () => void): TenureWatch;

@@ -3,7 +3,7 @@ import { expectConfig, expectInteger, expectString, MAX_DELAY } from '../core/ar
 import { LeadershipError } from '../core/leadership-error';
 import type { Lease } from '../core/leadership-event';
 import { leaseStoreOf } from '../store/given-database';
-import { everybody, type HandoffWord, type Handoffs, type LeaseReader, type StoreCapabilities } from '../store/lease-store';
+import { everybody, type HandoffMessage, type Handoffs, type LeaseReader, type StoreCapabilities } from '../store/lease-store';
 import type { SqliteDatabaseLike } from '../store/sqlite/sqlite-database-like';
 import type { LeaderState } from './leader-state';
 import { MAX_HOLDER_LENGTH } from './leadership-config';
@@ -49,7 +49,7 @@ const knownOptions = ['slot', 'to', 'within'];
  * before anything else happens, then writes the slot to `to` for a window of its
  * `retryEvery` (to anybody, it releases it); `to` takes it at once with a greater term,
  * while the others hold back until that window ends. Works from any process that can
- * reach the database, on a read-only connection too: the request is word to the
+ * reach the database, on a read-only connection too: the request is a message to the
  * candidates (a file beside a SQLite database, a notification on PostgreSQL), never a
  * write. `to` being the leader already resolves at once, changing nothing.
  *
@@ -87,7 +87,7 @@ export function handOff(db: SqliteDatabaseLike | LeaseReader, options: HandOffOp
 
 /**
  * How long a named successor has to answer as a standing candidate before the leader is
- * asked: words take ms; this is for a process busy for a moment, never for the slot.
+ * asked: messages take ms; this is for a process busy for a moment, never for the slot.
  */
 const confirmWithin = 2_000;
 /** How long the candidates that do stand have to answer, for the message of a refusal. */
@@ -125,11 +125,11 @@ class HandoffRequest {
   ) {}
 
   start(): void {
-    // The word that the slot was handed to `to` says the window's term.
+    // The message that the slot was handed to `to` says the window's term.
     this.cleanup.add(
-      this.handoffs.watchHandoffs(this.to ?? '', (word) => {
-        if (word.kind !== 'handed' || word.slot !== this.slot || word.to !== this.to) return;
-        this.window = word.term;
+      this.handoffs.watchHandoffs(this.to ?? '', (message) => {
+        if (message.kind !== 'handed' || message.slot !== this.slot || message.to !== this.to) return;
+        this.window = message.term;
         this.judge(false);
       }),
     );
@@ -182,9 +182,9 @@ class HandoffRequest {
   }
 
   private ask(lease: Lease): void {
-    const word: HandoffWord = this.to === undefined ? { kind: 'asked', lease } : { kind: 'asked', lease, to: this.to };
+    const message: HandoffMessage = this.to === undefined ? { kind: 'asked', lease } : { kind: 'asked', lease, to: this.to };
     Promise.resolve()
-      .then(() => this.handoffs.tell(word))
+      .then(() => this.handoffs.tell(message))
       .catch((error: unknown) => this.settle(() => this.reject(error)));
   }
 

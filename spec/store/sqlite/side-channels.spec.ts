@@ -10,16 +10,16 @@ import { temporaryDatabase, TemporaryDatabase } from '../../support/temporary-da
 
 /**
  * Side channels of the processes of one file, in this process: what a simulator gives the
- * store in place of the files and sockets beside the database. Words go to every connection
+ * store in place of the files and sockets beside the database. Messages go to every connection
  * but their sender's, which hears its own at once (as `HandoffMailboxes` does).
  */
 function channelBus() {
   const signalWatchers = new Set<() => void>();
   const connections: HandoffListeners[] = [];
-  const heard = { signals: 0, words: [] as string[] };
+  const heard = { signals: 0, messages: [] as string[] };
   const channelsOf = (): SqliteSideChannels => {
-    const words = new HandoffListeners();
-    connections.push(words);
+    const messages = new HandoffListeners();
+    connections.push(messages);
     const signals: SignalPort = {
       create: () => undefined,
       signal: () => {
@@ -32,11 +32,11 @@ function channelBus() {
       },
     };
     const mailboxes: MailboxPort = {
-      tell: (word) => {
-        heard.words.push(word.kind);
-        for (const connection of connections) connection.deliver(word, connection === words ? 'here' : 'anywhere');
+      tell: (message) => {
+        heard.messages.push(message.kind);
+        for (const connection of connections) connection.deliver(message, connection === messages ? 'here' : 'anywhere');
       },
-      watch: (holder, listener) => words.add(listener, holder),
+      watch: (holder, listener) => messages.add(listener, holder),
       rewatch: () => undefined,
     };
     return { signals, mailboxes };
@@ -79,7 +79,7 @@ describe('the SQLite store through side channels of its own (the ports a simulat
     expect(beside).toEqual([]);
   });
 
-  it('hands off through the mailbox port: the roll call, its answer and the word to the successor', async () => {
+  it('hands off through the mailbox port: the roll call, its answer and the message to the successor', async () => {
     const bus = channelBus();
     const leader = candidate(new SqliteLeaseStore(database.open(), bus.channelsOf()), 'leader');
     await eventually('the leader elected', leader.elected);
@@ -90,6 +90,6 @@ describe('the SQLite store through side channels of its own (the ports a simulat
     const result = await handOff(asker, { to: 'successor', within: 5_000 });
     expect(result).toMatchObject({ to: { holder: 'successor' } });
     await eventually('the successor elected', successor.elected, { timeoutMs: 5_000 });
-    expect(bus.heard.words).toEqual(expect.arrayContaining(['roll-call', 'present', 'handed']));
+    expect(bus.heard.messages).toEqual(expect.arrayContaining(['roll-call', 'present', 'handed']));
   });
 });

@@ -287,7 +287,7 @@ describe('SqliteLeaseStore', () => {
     });
   });
 
-  describe('words about handoffs, through the file beside the database', () => {
+  describe('messages about handoffs, through the file beside the database', () => {
     let file: TemporaryDatabase;
     beforeEach(() => (file = temporaryDatabase()));
     afterEach(() => file.remove());
@@ -322,14 +322,14 @@ describe('SqliteLeaseStore', () => {
       expect(boxes.size).toBe(16);
       const called = new Set<string>();
       const stops = [...boxes.values()].map((holder) =>
-        candidates.capabilities.handoffs.watchHandoffs(holder, (word) => {
-          if (word.kind === 'roll-call') called.add(holder);
+        candidates.capabilities.handoffs.watchHandoffs(holder, (message) => {
+          if (message.kind === 'roll-call') called.add(holder);
         }),
       );
       const answers: string[] = [];
       const stopAnswers = caller.capabilities.handoffs.watchHandoffs(
         'roll-call-spec',
-        (word) => word.kind === 'present' && answers.push(word.holder),
+        (message) => message.kind === 'present' && answers.push(message.holder),
       );
       try {
         caller.capabilities.handoffs.tell({ kind: 'roll-call', slot: 0, to: '', replyTo: 'roll-call-spec' });
@@ -347,23 +347,26 @@ describe('SqliteLeaseStore', () => {
       }
     });
 
-    it('reach another connection through the file, whole, a short word after a long one too', async () => {
+    it('reach another connection through the file, whole, a short message after a long one too', async () => {
       const asker = sqliteLeaseStore(file.open());
       const hearer = sqliteLeaseStore(file.open());
       const heard: unknown[] = [];
       const long = 'h'.repeat(256);
       const origins = new Set<string>();
-      const stop = hearer.capabilities.handoffs.watchHandoffs(long, (word, origin) => (heard.push(word), origins.add(String(origin))));
+      const stop = hearer.capabilities.handoffs.watchHandoffs(
+        long,
+        (message, origin) => (heard.push(message), origins.add(String(origin))),
+      );
       try {
         asker.capabilities.handoffs.tell({ kind: 'asked', lease: lease(long, 7), to: long });
         await eventually('the request', () => heard.length >= 1);
         asker.capabilities.handoffs.tell({ kind: 'asked', lease: lease(long, 8) });
-        await eventually('the second request', () => heard.some((word) => (word as { lease: { term: number } }).lease.term === 8));
+        await eventually('the second request', () => heard.some((message) => (message as { lease: { term: number } }).lease.term === 8));
         expect(heard[0]).toEqual({ kind: 'asked', lease: lease(long, 7), to: long });
         expect(heard.at(-1)).toEqual({ kind: 'asked', lease: lease(long, 8) });
         expect([...origins]).toEqual(['anywhere']);
-        // One length for every word, and no truncation: a process delayed between a write and a
-        // truncation would otherwise cut or extend a word written meanwhile.
+        // One length for every message, and no truncation: a process delayed between a write and a
+        // truncation would otherwise cut or extend a message written meanwhile.
         expect(readFileSync(`${file.file}-leadership-handoff-${mailboxOf(long)}`, 'utf8')).toHaveLength(4096);
       } finally {
         stop();
@@ -371,9 +374,9 @@ describe('SqliteLeaseStore', () => {
     });
   });
 
-  it('tells words about handoffs on the same connection at once, inside the call, as from here', () => {
+  it('tells messages about handoffs on the same connection at once, inside the call, as from here', () => {
     const heard: Array<[string, string | undefined]> = [];
-    const stop = store.capabilities.handoffs.watchHandoffs('b', (word, origin) => heard.push([word.kind, origin]));
+    const stop = store.capabilities.handoffs.watchHandoffs('b', (message, origin) => heard.push([message.kind, origin]));
     try {
       store.capabilities.handoffs.tell({ kind: 'asked', lease: lease('b', 7), to: 'c' });
       expect(heard).toEqual([['asked', 'here']]);

@@ -1,6 +1,6 @@
 import type { Lease } from '../../core/leadership-event';
 import { bestEffort, Eventually } from '../../core/eventually';
-import type { ChangeOrigin, ClockReading, HandoffWord, Handoffs } from '../../store/lease-store';
+import type { ChangeOrigin, ClockReading, HandoffMessage, Handoffs } from '../../store/lease-store';
 
 /** What the aid asks of the campaign it serves. */
 export interface HandoffCandidate {
@@ -11,8 +11,8 @@ export interface HandoffCandidate {
 }
 
 /**
- * Handoffs, as one campaign takes part in them: it hears words about handoffs of its slot,
- * hands its tenure over when asked, and answers roll-calls while it follows. What a word
+ * Handoffs, as one campaign takes part in them: it hears messages about handoffs of its slot,
+ * hands its tenure over when asked, and answers roll-calls while it follows. What a message
  * asks of the campaign (a leader steps aside, a follower tries at once) the campaign does.
  * It keeps its own state and sets no timer.
  */
@@ -24,9 +24,9 @@ export class HandoffAid {
     private readonly campaign: HandoffCandidate,
   ) {}
 
-  /** Hears words for this candidate, until `stop`. */
-  hear(onWord: (word: HandoffWord, origin?: ChangeOrigin) => void): void {
-    this.stopHearing = this.handoffs?.watchHandoffs(this.campaign.holder, onWord);
+  /** Hears messages for this candidate, until `stop`. */
+  hear(onMessage: (message: HandoffMessage, origin?: ChangeOrigin) => void): void {
+    this.stopHearing = this.handoffs?.watchHandoffs(this.campaign.holder, onMessage);
   }
 
   stop(): void {
@@ -47,7 +47,7 @@ export class HandoffAid {
   }
 
   /** Says this follower is present, unless the roll-call heard it already: so that a handoff names only candidates that stand, and status can list them. */
-  answer(rollCall: Extract<HandoffWord, { kind: 'roll-call' }>): void {
+  answer(rollCall: Extract<HandoffMessage, { kind: 'roll-call' }>): void {
     const { handoffs, campaign } = this;
     if (rollCall.heard?.includes(campaign.holder)) return;
     const present = { kind: 'present', slot: campaign.slot, to: rollCall.replyTo, holder: campaign.holder } as const;

@@ -1,20 +1,20 @@
 import type { Lease } from '../../core/leadership-event';
-import type { ChangeOrigin, ClockReading, HandoffWord, Handoffs } from '../lease-store';
+import type { ChangeOrigin, ClockReading, HandoffMessage, Handoffs } from '../lease-store';
 import { HandoffListeners } from '../handoff-listeners';
-import { handoffWordOf } from '../handoff-word';
+import { handoffMessageOf } from '../handoff-message';
 import { toLeadershipError } from './postgres-error';
 import type { PostgresRunner } from './postgres-runner';
 
-/** The statements of handoffs (see `statementsFor`), and the start of a word's notification. */
+/** The statements of handoffs (see `statementsFor`), and the start of a message's notification. */
 interface HandoffStatements {
   readonly tell: string;
   readonly handOver: string;
-  /** The start of a word's notification on this table, followed by its JSON (see `HandoffWord`). */
+  /** The start of a message's notification on this table, followed by its JSON (see `HandoffMessage`). */
   readonly payload: string;
 }
 
 /**
- * The `handoffs` capability on PostgreSQL: words are notifications on the store's channel,
+ * The `handoffs` capability on PostgreSQL: messages are notifications on the store's channel,
  * which every process that listens hears; a handover writes the slot to its successor for a
  * window, with a term of its own.
  */
@@ -35,11 +35,11 @@ export class PostgresHandoffs implements Handoffs {
   }
 
   /** A notification: it needs no right on the table, only to connect, so it does not wait for the schema. */
-  async tell(word: HandoffWord): Promise<void> {
+  async tell(message: HandoffMessage): Promise<void> {
     const { runner, statements } = this;
     try {
-      await runner.listened(); // whoever listens here (handOff, for the successor's word) hears from now on
-      await runner.query(statements.tell, [`${statements.payload}${JSON.stringify(word)}`]);
+      await runner.listened(); // whoever listens here (handOff, for the successor's message) hears from now on
+      await runner.query(statements.tell, [`${statements.payload}${JSON.stringify(message)}`]);
     } catch (error) {
       throw toLeadershipError(error);
     }
@@ -54,16 +54,16 @@ export class PostgresHandoffs implements Handoffs {
     });
   }
 
-  /** Every word addressed to `holder`, for as long as the session listens. Every process hears every word: a notification reaches all. */
-  watchHandoffs(holder: string, listener: (word: HandoffWord, origin: ChangeOrigin) => void): () => void {
+  /** Every message addressed to `holder`, for as long as the session listens. Every process hears every message: a notification reaches all. */
+  watchHandoffs(holder: string, listener: (message: HandoffMessage, origin: ChangeOrigin) => void): () => void {
     // The session is opened by the next operation (a candidate's first comes at once), after
     // the schema's: then both take the same connection of the pool, one after the other.
     return this.listeners.add(listener, holder);
   }
 
-  /** @internal A word heard on the channel. */
+  /** @internal A message heard on the channel. */
   hear(text: string): void {
-    const word = handoffWordOf(text);
-    if (word !== undefined) this.listeners.deliver(word, 'anywhere');
+    const message = handoffMessageOf(text);
+    if (message !== undefined) this.listeners.deliver(message, 'anywhere');
   }
 }

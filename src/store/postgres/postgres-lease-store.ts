@@ -116,7 +116,7 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, LeaseTable,
     readonly elected: string;
     readonly released: string;
     readonly renewed: string;
-    /** The start of a word about a handoff (see `HandoffWord`), followed by its JSON. */
+    /** The start of a message about a handoff (see `HandoffMessage`), followed by its JSON. */
     readonly handoff: string;
     /** The start of a candidate's declared priority, followed by its JSON (see `declare`). */
     readonly priority: string;

@@ -117,7 +117,7 @@ function writeStatements(names: Names) {
       SELECT pg_notify('${channel}', $5) FROM renewed`,
     // Hands the tenure to `$4`: the row becomes its lease of `$5` ms, with a term of its own
     // (the old leader's renewals and fenced work fail from here), which `$4` takes at once as
-    // its own row and everybody else only once it ends. Tells everyone (`$6`: the word's start).
+    // its own row and everybody else only once it ends. Tells everyone (`$6`: the message's start).
     handOver: `WITH handed AS (UPDATE ${table} SET holder = $4, term = nextval(${literal(names.termSequence)}),
         expires_at = ${serverNow} + $5, lease_ms = $5
         WHERE slot = $1 AND holder = $2 AND term = $3
@@ -136,7 +136,7 @@ export function statementsFor(names: Names) {
   return {
     ...writeStatements(names),
     read: `SELECT holder, term, expires_at, lease_ms, ${advertisedOf('lease')}, ${serverNow} AS now FROM ${table} AS lease WHERE slot = $1`,
-    // Word to every candidate that listens: a request for a handoff. Needs no right on the table.
+    // A message to every candidate that listens: a request for a handoff. Needs no right on the table.
     tell: `SELECT pg_notify('${channel}', $1)`,
     hasTable: `SELECT to_regclass(${literal(table)}) IS NOT NULL AS found`,
     // The lock comes first, the clock after it: the outer select runs once the row is locked.

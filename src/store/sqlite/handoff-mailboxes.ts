@@ -1,11 +1,11 @@
 import type { FSWatcher } from 'node:fs';
-import { addresseeOf, handoffWordOf, isRollCallAddress } from '../handoff-word';
+import { addresseeOf, handoffMessageOf, isRollCallAddress } from '../handoff-message';
 import { HandoffListeners } from '../handoff-listeners';
-import { everybody, type ChangeOrigin, type HandoffWord } from '../lease-store';
+import { everybody, type ChangeOrigin, type HandoffMessage } from '../lease-store';
 import { SignalFile } from './signal-file';
 
 /**
- * How many files beside a database carry words about handoffs: a word wakes the processes
+ * How many files beside a database carry messages about handoffs: a message wakes the processes
  * whose candidates' holders share its addressee's file, about one in this many, rather than
  * every process of the file (64 processes woken twice per handoff on 2 cores delayed the two
  * that matter by tens of ms). A fixed number, so that the files never pile up as holders
@@ -14,12 +14,12 @@ import { SignalFile } from './signal-file';
 const mailboxCount = 16;
 const everyMailbox = [...Array(mailboxCount).keys()];
 
-type Listener = (word: HandoffWord, origin: ChangeOrigin) => void;
+type Listener = (message: HandoffMessage, origin: ChangeOrigin) => void;
 
 interface Mailbox {
   readonly file: SignalFile | undefined;
   watcher: FSWatcher | undefined;
-  /** Who hears the words of this mailbox's holders. */
+  /** Who hears the messages of this mailbox's holders. */
   readonly listeners: HandoffListeners;
 }
 
@@ -31,39 +31,39 @@ export function mailboxOf(holder: string): number {
 }
 
 /**
- * Words about handoffs among the processes of one SQLite file (see `Handoffs`), each sent to
+ * Messages about handoffs among the processes of one SQLite file (see `Handoffs`), each sent to
  * the file of its addressee's mailbox (`<database>-leadership-handoff-<0..15>`), written at
  * one length by `SignalFile`. Candidates of the same connection hear them at once. Best
- * effort, as signals are: a word that does not arrive leaves a request unanswered, or a
+ * effort, as signals are: a message that does not arrive leaves a request unanswered, or a
  * window unused, never two leaders.
  */
 export class HandoffMailboxes {
   private readonly boxes = new Map<number, Mailbox>();
 
-  /** `database`: the file's canonical path, or `undefined` in memory (words stay in this connection). */
+  /** `database`: the file's canonical path, or `undefined` in memory (messages stay in this connection). */
   constructor(
     private readonly database: string | undefined,
     private readonly isOpen: () => boolean,
   ) {}
 
   /**
-   * Sends `word` to its addressee, in this connection and through its mailbox's file; to
+   * Sends `message` to its addressee, in this connection and through its mailbox's file; to
    * every mailbox for {@link everybody}. A roll call's answer goes to the mailbox of the
    * candidate that answers (its caller watches them all): answers that come at once then
-   * overwrite one another only when their candidates share a mailbox, where the last word
+   * overwrite one another only when their candidates share a mailbox, where the last message
    * written wins.
    */
-  tell(word: HandoffWord): void {
-    const addressee = addresseeOf(word);
-    const indexes = addressee === everybody ? everyMailbox : [mailboxOf(word.kind === 'present' ? word.holder : addressee)];
+  tell(message: HandoffMessage): void {
+    const addressee = addresseeOf(message);
+    const indexes = addressee === everybody ? everyMailbox : [mailboxOf(message.kind === 'present' ? message.holder : addressee)];
     for (const index of indexes) {
       const box = this.box(index);
-      box.listeners.deliver(word, 'here');
-      box.file?.signal(JSON.stringify(word));
+      box.listeners.deliver(message, 'here');
+      box.file?.signal(JSON.stringify(message));
     }
   }
 
-  /** Calls `listener` with every word addressed to `holder`, from every mailbox for a roll call's address. Returns the way to stop. */
+  /** Calls `listener` with every message addressed to `holder`, from every mailbox for a roll call's address. Returns the way to stop. */
   watch(holder: string, listener: Listener): () => void {
     const indexes = isRollCallAddress(holder) ? everyMailbox : [mailboxOf(holder)];
     const removers = indexes.map((index) => {
@@ -105,8 +105,8 @@ export class HandoffMailboxes {
     file.create();
     box.watcher = file.watch(
       () => {
-        const word = handoffWordOf(file.read() ?? '');
-        if (word !== undefined) box.listeners.deliver(word, 'anywhere');
+        const message = handoffMessageOf(file.read() ?? '');
+        if (message !== undefined) box.listeners.deliver(message, 'anywhere');
       },
       () => (box.watcher = undefined),
     );

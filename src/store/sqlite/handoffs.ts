@@ -1,11 +1,11 @@
 import type { Lease } from '../../core/leadership-event';
-import type { ChangeOrigin, ClockReading, HandoffWord, Handoffs } from '../lease-store';
+import type { ChangeOrigin, ClockReading, HandoffMessage, Handoffs } from '../lease-store';
 import type { EndpointPort, MailboxPort } from './side-channels';
 import type { SqliteConnection } from './sqlite-connection';
 import type { Operate } from './sqlite-prepared';
 
 /**
- * The `handoffs` capability on SQLite: words go through mailbox files by addressee
+ * The `handoffs` capability on SQLite: messages go through mailbox files by addressee
  * (handoff-mailboxes.ts), never through the database, so a read-only connection may tell
  * too; a handover writes the slot to its successor for a window, timed on the monotonic clock.
  */
@@ -19,9 +19,9 @@ export class SqliteHandoffs implements Handoffs {
   ) {}
 
   /** Candidates of this connection hear it at once, the others through the file. */
-  tell(word: HandoffWord): void {
+  tell(message: HandoffMessage): void {
     this.connection.run(() => undefined); // a closed connection says so
-    this.mailboxes.tell(word);
+    this.mailboxes.tell(message);
   }
 
   /**
@@ -39,8 +39,8 @@ export class SqliteHandoffs implements Handoffs {
     return term;
   }
 
-  /** Every word addressed to `holder`, from this connection and, through its mailbox's file, from every other. */
-  watchHandoffs(holder: string, listener: (word: HandoffWord, origin: ChangeOrigin) => void): () => void {
+  /** Every message addressed to `holder`, from this connection and, through its mailbox's file, from every other. */
+  watchHandoffs(holder: string, listener: (message: HandoffMessage, origin: ChangeOrigin) => void): () => void {
     return this.mailboxes.watch(holder, listener);
   }
 }

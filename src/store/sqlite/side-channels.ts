@@ -1,5 +1,5 @@
 import { Lease } from '../../core/leadership-event';
-import type { ChangeOrigin, HandoffWord, TenureWatch } from '../lease-store';
+import type { ChangeOrigin, HandoffMessage, TenureWatch } from '../lease-store';
 import { HandoffMailboxes } from './handoff-mailboxes';
 import { SignalFile } from './signal-file';
 import { TenureEndpoints } from './tenure-endpoints';
@@ -40,13 +40,13 @@ export interface EndpointPort {
 }
 
 /**
- * Words about handoffs, between the candidates of every process of the file. Real: sixteen
+ * Messages about handoffs, between the candidates of every process of the file. Real: sixteen
  * small files, each watched (`HandoffMailboxes`); the candidates of one connection hear at once.
  */
 export interface MailboxPort {
-  tell(word: HandoffWord): void;
-  /** Every word addressed to `holder` (to every mailbox, for a roll call's address). Returns the way to stop. */
-  watch(holder: string, listener: (word: HandoffWord, origin: ChangeOrigin) => void): () => void;
+  tell(message: HandoffMessage): void;
+  /** Every message addressed to `holder` (to every mailbox, for a roll call's address). Returns the way to stop. */
+  watch(holder: string, listener: (message: HandoffMessage, origin: ChangeOrigin) => void): () => void;
   /** Watches again whatever watch ended on its own: called at each operation. */
   rewatch(): void;
 }
@@ -55,7 +55,7 @@ export interface MailboxPort {
  * The SQLite store's ways to reach the other processes of its file besides the database
  * itself: each a narrow port. In production, files and sockets beside the database
  * ({@link fileSideChannels}); in the simulator, events on its own timeline. A database in
- * memory has no other process: no signal, no endpoints, words within the connection.
+ * memory has no other process: no signal, no endpoints, messages within the connection.
  */
 export interface SqliteSideChannels {
   readonly signals?: SignalPort;

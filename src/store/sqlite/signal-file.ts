@@ -31,7 +31,7 @@ const wordLength = 4096;
 export class SignalFile {
   readonly path: string;
 
-  /** `suffix` names the file: `<database>-<suffix>` (the handoffs' words have a file of their own). */
+  /** `suffix` names the file: `<database>-<suffix>` (the handoffs' messages have a file of their own). */
   constructor(
     private readonly database: string,
     suffix = 'leadership',

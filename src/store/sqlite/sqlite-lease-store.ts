@@ -87,7 +87,7 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable {
   private readonly prepared: Prepared;
   /** How followers on this host learn at once that a leader's process is gone; none in memory. */
   private readonly endpoints: EndpointPort | undefined;
-  /** Where words about handoffs go, to this connection's candidates and to other processes. */
+  /** Where messages about handoffs go, to this connection's candidates and to other processes. */
   private readonly mailboxes: MailboxPort;
 
   /**

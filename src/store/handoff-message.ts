@@ -1,23 +1,23 @@
 import { ulid } from 'ulid';
-import { everybody, type HandoffWord } from './lease-store';
+import { everybody, type HandoffMessage } from './lease-store';
 
 const isSlot = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
 const isHolder = (value: unknown): value is string => typeof value === 'string' && value.length > 0;
 
 /**
- * A word about a handoff as sent (JSON), or `undefined` for anything else: whoever may write
- * the word's file or notify on the channel may send nonsense, which is ignored (a request
+ * A message about a handoff as sent (JSON), or `undefined` for anything else: whoever may write
+ * the message's file or notify on the channel may send nonsense, which is ignored (a request
  * only moves a tenure its leader still holds, to a successor that then takes it itself).
  */
-export function handoffWordOf(text: string): HandoffWord | undefined {
-  let word: unknown;
+export function handoffMessageOf(text: string): HandoffMessage | undefined {
+  let message: unknown;
   try {
-    word = JSON.parse(text);
+    message = JSON.parse(text);
   } catch {
     return undefined;
   }
-  if (typeof word !== 'object' || word === null) return undefined;
-  const { kind, lease, slot, to, term, replyTo, holder, heard } = word as Record<string, unknown>;
+  if (typeof message !== 'object' || message === null) return undefined;
+  const { kind, lease, slot, to, term, replyTo, holder, heard } = message as Record<string, unknown>;
   if (kind === 'handed')
     return isSlot(slot) && isHolder(to) && Number.isSafeInteger(term) ? { kind, slot, to, term: term as number } : undefined;
   if (kind === 'roll-call') {
@@ -33,17 +33,17 @@ export function handoffWordOf(text: string): HandoffWord | undefined {
   return to === undefined ? { kind, lease: of } : { kind, lease: of, to };
 }
 
-/** Whom a word is for: the leader asked, the successor handed the slot, the candidates called, the caller; {@link everybody} for all. */
-export function addresseeOf(word: HandoffWord): string {
-  return word.kind === 'asked' ? word.lease.holder : word.to;
+/** Whom a message is for: the leader asked, the successor handed the slot, the candidates called, the caller; {@link everybody} for all. */
+export function addresseeOf(message: HandoffMessage): string {
+  return message.kind === 'asked' ? message.lease.holder : message.to;
 }
 
-/** A fresh address for a roll call's answers (see `HandoffWord`): heard as a holder's words are. */
+/** A fresh address for a roll call's answers (see `HandoffMessage`): heard as a holder's messages are. */
 export function rollCallAddress(): string {
   return `${rollCallPrefix}${ulid()}`;
 }
 
-/** Whether `holder` is a roll call's address: a store may carry its answers another way than a holder's words. */
+/** Whether `holder` is a roll call's address: a store may carry its answers another way than a holder's messages. */
 export function isRollCallAddress(holder: string): boolean {
   return holder.startsWith(rollCallPrefix);
 }
