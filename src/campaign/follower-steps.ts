@@ -8,34 +8,26 @@ import type { Following, Leading } from './campaign-phase';
 const crowdPatience = 10;
 
 /**
- * What a follower does: it tries to acquire, then tries again after `retryEvery`, or just
- * after the live lease it saw expires if that comes sooner. The first few followers stand
- * by: they also try at once when the store reports a release, and they and the followers
- * relying on them need poll only as often as the leader renews. Where the store can prove
- * that a tenure ended (SQLite: the leader's process is gone), standbys watch the leader's
- * tenure and, on that proof alone, take the slot from exactly that holder and term at once.
- * Where the store cannot time leases on a clock that cannot jump (PostgreSQL: the server's
- * wall clock), a follower times the lease it sees itself (`LeaseObservation`). What a change
- * does depends on the follower's activity (`FollowerActivity`), in `onChange` alone.
+ * What a follower does: it tries to acquire, then again after `retryEvery`, or just after the
+ * lease it saw expires if sooner. The first few followers stand by: they also try at once on
+ * a release, and on a proof that the leader's process is gone (SQLite), which lets them take
+ * exactly that tenure before its lease ends; the others rely on them and poll only as often as
+ * the leader renews. Where the store's clock can jump (PostgreSQL's), a follower times the
+ * lease itself (`LeaseObservation`). What a change does depends on the follower's activity,
+ * in `onChange` alone.
  */
 export class FollowerSteps {
   constructor(private readonly campaign: CampaignContext) {}
 
   readonly attempt = (): void => this.tryToAcquire(true);
 
-  /**
-   * An attempt that every follower may be making at the same moment: if another connection
-   * holds the write lock, it is most likely taking the slot, so this one steps aside at once
-   * instead of queueing, and reads again a few ms later.
-   */
+  /** An attempt that many followers make at once: one that finds the lock taken steps aside, and reads again a few ms later. */
   readonly attemptInCrowd = (): void => this.tryToAcquire(false);
 
   /**
-   * The slot may have changed hands: a change seen through the store (`origin`, `change`),
-   * or the leader's tenure proven over (`proof`). A change in this process comes from a
-   * release on the same connection; a change seen through the file or a notification
-   * reaches every follower of every process at the same moment, and all of them read: the
-   * first to find the slot free takes it, the others step aside.
+   * The slot may have changed hands: a change seen through the store, or the leader's tenure
+   * proven over (`proof`). A change from `anywhere` reaches every follower at the same moment:
+   * the first to find the slot free takes it, the others step aside.
    */
   onChange(follower: Following, origin: ChangeOrigin | 'proof', change?: LeaseChange): void {
     const { activity } = follower;
@@ -61,10 +53,7 @@ export class FollowerSteps {
     this.campaign.wake(this.attempt, 0);
   }
 
-  /**
-   * The slot was handed to this candidate (see `HandoffMessage`): it tries at once, sitting out
-   * or not; the slot is its own row for a short window, which nobody else may take.
-   */
+  /** The slot was handed to this candidate (see `HandoffMessage`): it tries at once, sitting out or not; nobody else may take it in its window. */
   onHanded(follower: Following): void {
     const { activity } = follower;
     if (this.campaign.phase !== follower) return;
@@ -78,11 +67,7 @@ export class FollowerSteps {
     this.campaign.inFlight.whenSettled(this.attempt);
   }
 
-  /**
-   * After stepping down: no attempt until the sit-out ends, or until another candidate is
-   * seen to lead (then the follower follows as before: its next attempt finds that leader).
-   * It looks every `retryEvery` meanwhile; a look that fails is as if nothing was seen.
-   */
+  /** After stepping down: no attempt until the sit-out ends or another candidate is seen to lead; it looks every `retryEvery` meanwhile. */
   sitOut(follower: Following): void {
     const { campaign } = this;
     const { activity } = follower;
@@ -191,11 +176,9 @@ export class FollowerSteps {
     const claimAgainIn = this.standBy(follower) ?? Infinity;
     this.watchLeader(follower, result.lease, expiresIn);
     if (activity.name === 'acquiring' && activity.changedMeanwhile) return campaign.wake(this.attemptInCrowd, 0);
-    // Its own count of this lease ended while the answer was on its way: the attempt went out
-    // a little before, without the lease it may take (`outwaited`), and the first ms after the end
-    // is already past. It tries again at once, not at its next poll, a whole `retryEvery` on.
-    // (A timer can fire a ms or two early by this clock: Node.js counts from the event loop's
-    // last turn.) Once at most per lease seen: the next attempt carries it.
+    // Its count of this lease ended while the answer was on its way (a timer may fire a ms
+    // early: Node.js counts from the loop's last turn): it tries again at once with the lease
+    // it `outwaited`, not a whole `retryEvery` on. Once per lease seen.
     const countEndedMeanwhile =
       follower.observation.outwaited(sentAt) === undefined && follower.observation.outwaited(campaign.now()) !== undefined;
     if (countEndedMeanwhile && follower.standing.place !== 'full') return campaign.wake(this.attempt, 0);
@@ -206,14 +189,14 @@ export class FollowerSteps {
     const { campaign } = this;
     follower.activity = { name: 'waiting' };
     if (campaign.phase !== follower) return;
-    // Whoever holds the lock is most likely taking the slot: reading again a few ms later
-    // tells. A lock held for `retryEvery` is reported, and polled for as usual.
+    // Whoever holds the lock is most likely taking the slot: a read a few ms later tells. A
+    // lock held for `retryEvery` is reported, and polled for as usual.
     const now = campaign.now();
     const lockedFor = campaign.lockRetry.lockedFor(now);
     const step = campaign.lockRetry.stepAfter(error, now, campaign.timing.retryEvery);
-    // In a crowd, the one that got the lock is taking the slot: it commits within a ms or
-    // two and announces it, which wakes this follower anyway. Trying again sooner would
-    // only get in its way (a rollback journal's commit needs every reader gone).
+    // In a crowd, the one with the lock commits within a ms or two and announces it, which
+    // wakes this follower anyway: trying sooner would only get in its way (a rollback
+    // journal's commit needs every reader gone).
     if (step !== undefined) return campaign.wake(this.attempt, (waitForLock ? 0 : crowdPatience) + step);
     campaign.onStoreError(error instanceof LockTaken ? lockedOut(error, lockedFor) : error, () =>
       campaign.wake(this.attempt, campaign.timing.retryEvery),
@@ -221,15 +204,11 @@ export class FollowerSteps {
   }
 
   /**
-   * When a follower that found the slot held tries again. It polls every `retryEvery`,
-   * unless others watch for releases on its behalf: the standbys, or itself as one when its
-   * watch works. Then its timer is only the safety net for a release that goes unreported
-   * (one by the original worker's statements, say, or while every standby just died), and
-   * polling as often as the leader renews keeps what that costs well below what a crash
-   * costs (a lease). Whatever the polling, it aims at the first millisecond after the lease
-   * it saw can expire (`expires_at < now`), when a crashed leader's slot can be taken; a
-   * follower that relies on the standbys lets them try first, for `retryEvery`, so that a
-   * crowd of followers does not all try at the same millisecond.
+   * When a follower that found the slot held tries again: every `retryEvery`, or, when the
+   * standbys (or itself as one) hear releases, as often as the leader renews: the timer is
+   * then only the net for a release nobody reported (the original worker's, say). Either way
+   * it aims at the first ms after the lease it saw can expire; one that relies on the
+   * standbys gives them `retryEvery` first, so that a crowd does not try at the same ms.
    */
   private untilNextAttempt({ standing }: Following, expiresIn: number): number {
     const { retryEvery, renewEvery } = this.campaign.timing;
@@ -238,11 +217,7 @@ export class FollowerSteps {
     return untilFree >= 1 && untilFree < pollEvery ? untilFree : pollEvery;
   }
 
-  /**
-   * Keeps or takes a standby place, and listens for releases while it has one (see
-   * `StandbyAid.claim`); with a store that has no places, every follower stands by. It runs
-   * beside the campaign's one operation in flight, not as one: nothing waits for it.
-   */
+  /** Keeps or takes a standby place, and listens for releases while it holds one (see `StandbyAid.claim`); beside the operation in flight, not as one. */
   private standBy(follower: Following): number | undefined {
     const { campaign } = this;
     // A candidate others let go first must hear of a release at once, place or not.
@@ -253,11 +228,7 @@ export class FollowerSteps {
     );
   }
 
-  /**
-   * A standby watches the tenure it found in the slot, where the store can tell it of that
-   * tenure's end before its expiry (SQLite: a leader on this host whose process is gone).
-   * The other followers rely on the standbys.
-   */
+  /** A standby watches the tenure it found, where the store can prove its end before its expiry (SQLite: the leader's process is gone). */
   private watchLeader(follower: Following, lease: LeaseRecord, expiresIn: number): void {
     const { campaign } = this;
     const watching = follower.standing.place === 'held' || campaign.priority.preferred;
