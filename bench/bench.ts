@@ -225,18 +225,20 @@ function sizesOf(smoke: boolean, trials: number | undefined) {
   const size = smoke
     ? {
         processes: 3,
-        trials: 3,
-        takeoverTrials: 2,
+        trials: 2,
+        takeoverTrials: 1,
         coldStarts: 1,
-        originalTakeoverTrials: 2,
+        originalTakeoverTrials: 1,
         scaleProcesses: 6,
-        scaleTrials: 2,
+        scaleTrials: 1,
         idleProcesses: 4,
         idleScale: 6,
         idleWarmUp: 1,
         idleSeconds: 1,
         calls: 200,
         lockedTrials: 1,
+        // Five seconds of a locked file a mode: the smoke's keeps the path working in one.
+        lockedEveryMode: false,
       }
     : {
         processes: 4,
@@ -252,9 +254,10 @@ function sizesOf(smoke: boolean, trials: number | undefined) {
         idleSeconds: 240,
         calls: 20_000,
         lockedTrials: 5,
+        lockedEveryMode: true,
       };
   const driverTrials: DriverTrials = smoke
-    ? { processes: 3, handoffs: 3, takeovers: 2, idleWarmUp: 1, idleSeconds: 1 }
+    ? { processes: 3, handoffs: 2, takeovers: 1, idleWarmUp: 1, idleSeconds: 1 }
     : { processes: 4, handoffs: 100, takeovers: 50, idleWarmUp: 60, idleSeconds: 120 };
   // --trials N: that many handoffs and takeovers per cluster instead, for a quicker look.
   if (trials !== undefined) {
@@ -262,7 +265,7 @@ function sizesOf(smoke: boolean, trials: number | undefined) {
     Object.assign(driverTrials, { handoffs: trials, takeovers: trials });
   }
   const fleetSize: FleetSize = smoke
-    ? { hosts: 2, perHost: 2, warmUp: 1, idleSeconds: 1, handoffs: 2, takeovers: 2 }
+    ? { hosts: 2, perHost: 2, warmUp: 1, idleSeconds: 1, handoffs: 1, takeovers: 1 }
     : { hosts: 8, perHost: 8, warmUp: 30, idleSeconds: 120, handoffs: 40, takeovers: 20 };
   return { size, driverTrials, fleetSize, appRowsPerSecond: smoke ? 50 : 500, crashTiming: smoke ? shortLease : defaults };
 }
@@ -334,7 +337,7 @@ async function sqliteScenarios(run: BenchRun): Promise<SqliteResults> {
     if (run.runs('handoff')) await handoffScenario(run, journal, results);
     if (run.runs('takeover')) await takeoverScenario(run, journal, results);
     if (run.runs('scale')) await scaleScenario(run, journal, results);
-    if (run.runs('locked')) await lockedScenario(run, journal, results);
+    if (run.runs('locked') && (run.size.lockedEveryMode || journal === run.journals[0])) await lockedScenario(run, journal, results);
     if (run.runs('idle')) await idleScenario(run, journal, results);
     if (run.runs('statements')) results.statements[journal] = statementCosts(run.folder, run.size.calls, journal);
     if (run.runs('drivers')) await driversScenario(run, journal, results);
