@@ -60,6 +60,7 @@ module.exports = {
   // Most suites wait on processes, not on the CPU: two at a time on CI's two cores (Jest's
   // default is one fewer than the cores, one here).
   maxWorkers: 2,
+  testSequencer: '<rootDir>/spec/support/long-first-sequencer.js',
   projects: [
     { ...common, displayName: 'unit', testMatch: unit.map((path) => `<rootDir>/${path}`) },
     {
