@@ -199,10 +199,10 @@ export class Campaign implements CampaignContext {
     // Stopped meanwhile: the release at the end needs the term.
     if (this.phase !== follower) return void (this.phase = { name: 'stopped', left: leading });
     if (this.now() >= leading.expiresAt) {
-      // Answered after its lease could have run out: never believed, and the others go first.
+      // Answered after its lease could have run out: never believed.
       this.phase = following();
       this.tenureProof.endTenure(this.lease(leading.term));
-      return this.wake(this.follower.attempt, this.timing.retryEvery);
+      return this.othersFirst();
     }
     this.phase = leading;
     if (leading.quietUntil !== undefined || this.emit(this.leader.tenureEvent('elected', leading))) {
@@ -222,9 +222,17 @@ export class Campaign implements CampaignContext {
     const goesOn = leading.quietUntil !== undefined || this.emit({ type: 'lost', ...lease, reason });
     // Only now, with the belief gone, may the store say so.
     this.tenureProof.endTenure(lease);
-    // A lease that ran out unrenewed (a pause, say, maybe inside a write that kept everyone
-    // else out): the others get `retryEvery` to take the slot before this candidate tries.
-    if (goesOn) this.wake(this.follower.attempt, reason === 'expired' ? this.timing.retryEvery : 0);
+    if (!goesOn) return;
+    if (reason === 'expired') this.othersFirst();
+    else this.wake(this.follower.attempt, 0);
+  }
+
+  /**
+   * After a lease of its own ran out unrenewed (a pause, say, maybe inside a write that kept
+   * everyone else out): the others get `retryEvery` to take the slot before this one tries.
+   */
+  private othersFirst(): void {
+    this.wake(this.follower.attempt, this.timing.retryEvery);
   }
 
   /** Leaves the phase the campaign stopped in: releases the tenure, or gives up the standby place. */
