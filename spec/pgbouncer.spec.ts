@@ -107,6 +107,33 @@ describe.each(['transaction', 'session'] as const)('observeLeadership through Pg
       await eventually('the follower leads', () => follower.leads());
       expect(ownWarnings()).toHaveLength(2);
     });
+    it('finds that out for every store, while other clients keep the pooled server connections busy', async () => {
+      // The other backends that once listened deliver notifications to whichever client they
+      // serve at that instant: before each probe had to be heard on the backend that listened,
+      // about 1 store in 100 believed, from such a chance delivery, that notifications reach it.
+      const busy = new Pool({ connectionString: bouncerUrl(mode) });
+      pools.push(busy);
+      let running = true;
+      const traffic = (async () => {
+        while (running) await busy.query('SELECT pg_sleep(0.002)');
+      })();
+      const stores = 300;
+      try {
+        for (let made = 1; made <= stores; made += 1) {
+          const pool = new Pool({ connectionString: bouncerUrl(mode) });
+          pools.push(pool);
+          const { changes } = postgresLeaseStore(pool, { schema: test.schema }).capabilities;
+          const stop = changes.watch(() => undefined);
+          await eventually(`store ${made} finds out`, () => ownWarnings().length === made || changes.isWatching());
+          expect({ made, watching: changes.isWatching() }).toEqual({ made, watching: false });
+          stop();
+        }
+      } finally {
+        running = false;
+        await traffic;
+      }
+      expect(ownWarnings()).toHaveLength(stores);
+    });
   } else {
     it('listens for releases as on a direct connection, and says nothing', async () => {
       const candidates = ['a', 'b'].map(candidate);

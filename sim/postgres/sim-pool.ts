@@ -44,9 +44,9 @@ export class SimClient extends EventEmitter {
     });
   }
 
-  query(...[config, given]: QueryArguments): Promise<Result> {
+  query(...[config, given]: QueryArguments): Promise<Result | Result[]> {
     const { text, values = given ?? [], query_timeout: timeout } = typeof config === 'string' ? { text: config } : config;
-    return new Promise<Result>((resolve, reject) => {
+    return new Promise<Result | Result[]>((resolve, reject) => {
       const query: Query = {
         text,
         values,
@@ -162,7 +162,7 @@ export class SimPool extends EventEmitter {
     );
   }
 
-  async query(...args: QueryArguments): Promise<Result> {
+  async query(...args: QueryArguments): Promise<Result | Result[]> {
     const client = await this.connect();
     try {
       const result = await client.query(...args);

@@ -61,7 +61,7 @@ export async function closeEngineOfThread(): Promise<void> {
   await (await engine)?.db.close();
 }
 
-/** What the schema `sim` shadows of `pg_catalog`: the clock and the session advisory locks. */
+/** What the schema `sim` shadows of `pg_catalog`: the clock, the session advisory locks and the backend's id. */
 const serverFunctions = `
   CREATE SCHEMA sim;
   CREATE TABLE sim.locks (key1 int, key2 int, backend int NOT NULL, count int NOT NULL, PRIMARY KEY (key1, key2));
@@ -83,6 +83,8 @@ const serverFunctions = `
       DELETE FROM sim.locks WHERE count = 0;
       RETURN coalesce(mine, false);
     END $$;
+  CREATE FUNCTION sim.pg_backend_pid() RETURNS int LANGUAGE sql STABLE
+    AS $$ SELECT current_setting('sim.backend')::int $$;
   CREATE FUNCTION sim.pg_advisory_unlock_all() RETURNS void LANGUAGE sql VOLATILE
     AS $$ DELETE FROM sim.locks WHERE backend = current_setting('sim.backend')::int $$;
   LISTEN observe_leadership;
@@ -95,7 +97,8 @@ export interface Result {
   rowCount: number;
 }
 
-export type Outcome = { result: Result } | { error: Error };
+/** A statement's answer: a text of several statements (pg's simple protocol) has one result each. */
+export type Outcome = { result: Result | Result[] } | { error: Error };
 
 /** One connection as the server sees it. */
 export interface Backend {
@@ -291,8 +294,10 @@ export class SimServer {
       if (un === undefined) backend.listening.add(channel);
       else if (channel === '*') backend.listening.clear();
       else backend.listening.delete(channel);
-      if (rest === undefined || rest.trim() === '') return { result: { rows: [], command: un ? 'UNLISTEN' : 'LISTEN', rowCount: 0 } };
-      return this.run({ backend, text: rest, values, arrivedAt });
+      const listened: Result = { rows: [], command: un ? 'UNLISTEN' : 'LISTEN', rowCount: 0 };
+      if (rest === undefined || rest.trim() === '') return { result: listened };
+      const after = await this.run({ backend, text: rest, values, arrivedAt });
+      return 'error' in after ? after : { result: [listened, ...[after.result].flat()] };
     }
     const idle = /^\s*SET LOCAL idle_in_transaction_session_timeout = (\d+)\s*$/i.exec(text);
     if (idle !== null) {

@@ -65,7 +65,7 @@ describe.each(Object.entries(plants))('npm run simulate -- --plant %s', (name, {
   }, 120_000);
 });
 
-// The campaign's plants show on PostgreSQL too: one found there (seed 8, 20 s runs) and shrunk,
+// The campaign's plants show on PostgreSQL too: one found there (seed 5, 20 s runs) and shrunk,
 // replayed on the real statements on PGlite.
 describe('npm run simulate -- --replay a plant found on PostgreSQL', () => {
   it('shows the violation the plant made', async () => {

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -8,13 +9,21 @@ import { join } from 'node:path';
  */
 const build = join(__dirname, '..', '..', 'build', 'sim');
 
-function onPostgres(seed: number): Promise<{ same: boolean; failovers: number; writes: number; violation?: string }> {
+/** The runs on PostgreSQL the simulator found a violation in (see spec/sim/corpus). */
+const corpusFolder = join(__dirname, 'corpus');
+const corpus = readdirSync(corpusFolder)
+  .filter((file) => file.endsWith('.json'))
+  .map((file) => ({ file, scenario: JSON.parse(readFileSync(join(corpusFolder, file), 'utf8')) as { store?: string } }))
+  .filter(({ scenario }) => scenario.store === 'postgres');
+
+/** Runs a scenario (the expression `scenario`, in the child) twice on one engine, and says what it saw. */
+function onPostgres(scenario: string): Promise<{ same: boolean; failovers: number; writes: number; violation?: string }> {
   const script = `
     const { simulateOnItsStore, timelineNear } = require(${JSON.stringify(join(build, 'run.js'))});
     const { closeEngineOfThread } = require(${JSON.stringify(join(build, 'postgres', 'sim-server.js'))});
     const { scenarioOf } = require(${JSON.stringify(join(build, 'scenario.js'))});
     (async () => {
-      const scenario = scenarioOf(${seed}, { candidates: 3, slots: 2, duration: 10000, store: 'postgres' });
+      const scenario = ${scenario};
       const first = await simulateOnItsStore(scenario);
       const again = await simulateOnItsStore(JSON.parse(JSON.stringify(scenario)));
       const records = first.history.records;
@@ -37,11 +46,21 @@ function onPostgres(seed: number): Promise<{ same: boolean; failovers: number; w
 describe('the simulator on PostgreSQL (npm run simulate -- --postgres)', () => {
   it('runs the PostgreSQL store on its real statements (PGlite) through faults: the same run from the same scenario, and no violation', async () => {
     const seed = Date.now() % 100_000;
-    const seen = await onPostgres(seed);
+    const seen = await onPostgres(`scenarioOf(${seed}, { candidates: 3, slots: 2, duration: 10000, store: 'postgres' })`);
     // A violation shows with its seed: `npm run simulate -- --postgres --seed N --candidates 3 --slots 2 --duration 10000` finds and shrinks it.
     expect({ seed, violation: seen.violation }).toEqual({ seed, violation: undefined });
     expect(seen.same).toBe(true);
     expect(seen.failovers).toBeGreaterThan(10);
     expect(seen.writes).toBeGreaterThan(10); // fenced writes the checker judged
   }, 60_000);
+
+  it.each(corpus)(
+    'replays $file of its corpus of findings (spec/sim/corpus) with no violation',
+    async ({ scenario }) => {
+      const seen = await onPostgres(JSON.stringify(scenario));
+      expect(seen.violation).toBeUndefined();
+      expect(seen.same).toBe(true);
+    },
+    60_000,
+  );
 });
