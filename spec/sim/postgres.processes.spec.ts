@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { simCorpus } from '../support/sim-corpus';
 
 /**
  * The simulator on PostgreSQL, in a process of its own: PGlite loads its WebAssembly by a
@@ -9,12 +9,8 @@ import { join } from 'node:path';
  */
 const build = join(__dirname, '..', '..', 'build', 'sim');
 
-/** The runs on PostgreSQL the simulator found a violation in (see spec/sim/corpus). */
-const corpusFolder = join(__dirname, 'corpus');
-const corpus = readdirSync(corpusFolder)
-  .filter((file) => file.endsWith('.json'))
-  .map((file) => ({ file, scenario: JSON.parse(readFileSync(join(corpusFolder, file), 'utf8')) as { store?: string } }))
-  .filter(({ scenario }) => scenario.store === 'postgres');
+/** Its corpus of findings on PostgreSQL (see spec/sim/corpus). */
+const corpus = simCorpus('postgres');
 
 /** Runs a scenario (the expression `scenario`, in the child) twice on one engine, and says what it saw. */
 function onPostgres(scenario: string): Promise<{ same: boolean; failovers: number; writes: number; violation?: string }> {

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkRun } from '../../sim/check';
@@ -9,16 +9,10 @@ import { shrink } from '../../sim/shrink';
 import { SimAnswer } from '../../sim/sim-answer';
 import { SimScheduler, Timeline } from '../../sim/timeline';
 import { SimHistory, SimRecord, World } from '../../sim/world';
+import { simCorpus } from '../support/sim-corpus';
 
-/**
- * Every run the simulator found a violation in, shrunk, kept with what it found and what
- * fixed it; those on PostgreSQL replay in spec/sim/postgres.processes.spec.ts.
- */
-const corpusFolder = join(__dirname, 'corpus');
-const corpus = readdirSync(corpusFolder)
-  .filter((file) => file.endsWith('.json'))
-  .map((file) => ({ file, scenario: JSON.parse(readFileSync(join(corpusFolder, file), 'utf8')) as Scenario }))
-  .filter(({ scenario }) => scenario.store === undefined);
+/** Its corpus of findings on SQLite; those on PostgreSQL replay in spec/sim/postgres.processes.spec.ts. */
+const corpus = simCorpus(undefined);
 
 /** Its first violation with the second before it, for a failure to show. */
 function firstViolation(outcome: ReturnType<typeof simulate>): string[] | undefined {

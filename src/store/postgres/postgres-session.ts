@@ -5,8 +5,6 @@ import { channel } from './postgres-statements';
 /** A connection the store holds while it is wanted: it listens, and carries every statement meanwhile. */
 export interface Session {
   readonly client: PoolClient;
-  /** The server backend (`pg_backend_pid()`) that ran the session's LISTEN. */
-  readonly backend: number;
   /** Gives the connection back: destroyed after `error`, else after UNLISTEN, once the statements queued on it are done. */
   close(error?: Error): void;
 }
@@ -155,8 +153,9 @@ export class StoreSession {
     await this.owner.schemaMade()?.catch(nothing);
     const heardProbes = new Set<string>();
     // Taken in the store's turn: no statement of the store holds another connection meanwhile.
-    const session = await this.onTurn(() => this.openSession((payload) => heardProbes.add(payload)));
-    if (session === undefined) return session;
+    const opened = await this.onTurn(() => this.openSession((payload) => heardProbes.add(payload)));
+    if (opened === undefined) return opened;
+    const { session, listener } = opened;
     if (this.notificationsWork) return this.heard(session);
     let notifier: PoolClient | undefined;
     try {
@@ -165,7 +164,7 @@ export class StoreSession {
       notifier = await this.pool.connect();
       notifier.on('error', nothing); // its next query fails, if it has one
       for (let round = 0; round < probeRounds; round += 1) {
-        const reached = await this.probe(session, notifier, heardProbes);
+        const reached = await this.probe(session, listener, notifier, heardProbes);
         if (this.current !== session) return undefined;
         if (!reached) return this.withoutNotifications(session);
       }
@@ -181,19 +180,19 @@ export class StoreSession {
 
   /**
    * Whether a notification sent from another connection reached `session` before the answer
-   * to its next statement, on the server backend that listens. Behind a pooler that lends
+   * to its next statement, on the server backend that listens (`listener`). Behind a pooler that lends
    * server connections per transaction, the answer is no, but only most of the time: other
    * backends listen too (LISTENs left on pooled connections), and one of them may deliver a
    * notification to whichever client it serves at that instant. So the probe also fails when
    * the notifier was lent the session's backend, or the session was lent another one, which
    * neither a direct connection nor a pooler per session ever does.
    */
-  private async probe(session: Session, notifier: PoolClient, heardProbes: Set<string>): Promise<boolean> {
+  private async probe(session: Session, listener: number, notifier: PoolClient, heardProbes: Set<string>): Promise<boolean> {
     const payload = `probe ${ulid()}`;
     const notifierBackend = backendOf(await notifier.query(this.config(`SELECT pg_notify($1, $2), ${backendPid}`, [channel, payload])));
     if (this.current !== session) return false;
     const sessionBackend = backendOf(await this.onTurn(() => session.client.query(this.config(`SELECT ${backendPid}`, []))));
-    return heardProbes.has(payload) && sessionBackend === session.backend && notifierBackend !== session.backend;
+    return heardProbes.has(payload) && sessionBackend === listener && notifierBackend !== listener;
   }
 
   /** Says once that notifications cannot reach the store, which polls from now on. */
@@ -214,16 +213,15 @@ export class StoreSession {
     return session;
   }
 
-  /** A connection that listens, which becomes the session while it is wanted; `undefined` if it no longer is. */
-  private async openSession(onOther: (payload: string) => void): Promise<Session | undefined> {
+  /**
+   * A connection that listens, which becomes the session while it is wanted, with the server
+   * backend that ran its LISTEN; `undefined` if it no longer is wanted.
+   */
+  private async openSession(onOther: (payload: string) => void): Promise<{ session: Session; listener: number } | undefined> {
     const client = await this.pool.connect();
     let closed = false;
-    let backend = Number.NaN;
     const session: Session = {
       client,
-      get backend() {
-        return backend;
-      },
       close: (error?: Error) => {
         if (closed) return;
         closed = true;
@@ -252,16 +250,17 @@ export class StoreSession {
       if (payload.startsWith('probe ')) onOther(payload);
       else this.owner.notified(payload);
     });
+    let listener: number;
     try {
       // One transaction for both, so that a pooler per transaction runs both on one backend.
-      const [, listener] = (await client.query(this.config(`LISTEN ${channel}; SELECT ${backendPid}`, []))) as unknown as QueryResult[];
-      backend = backendOf(listener);
+      const [, answer] = (await client.query(this.config(`LISTEN ${channel}; SELECT ${backendPid}`, []))) as unknown as QueryResult[];
+      listener = backendOf(answer);
     } catch (error) {
       session.close(error as Error);
       throw error;
     }
     if (!this.owner.wanted()) return void session.close();
     this.current = session;
-    return session;
+    return { session, listener };
   }
 }
