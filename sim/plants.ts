@@ -22,13 +22,13 @@ export const plants: Record<string, Plant> = {
   'renew-any-tenure': {
     what: "a renewal that insists on the slot only, not on its tenure's holder and term",
     file: 'src/store/sqlite/sqlite-statements.js',
-    find: 'SET expires_at = @expiresAt WHERE ${ownTenure}`',
+    find: 'SET expires_at = @expiresAt WHERE ${exports.ownTenure}`',
     replace: 'SET expires_at = @expiresAt WHERE slot = @slot`',
   },
   'release-any-tenure': {
     what: "a release that insists on the slot only, not on its tenure's holder and term",
     file: 'src/store/sqlite/sqlite-statements.js',
-    find: 'release: `DELETE FROM worker_leadership WHERE ${ownTenure}`',
+    find: 'release: `DELETE FROM worker_leadership WHERE ${exports.ownTenure}`',
     replace: 'release: `DELETE FROM worker_leadership WHERE slot = @slot`',
   },
   'renew-unchecked': {

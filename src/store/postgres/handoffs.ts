@@ -4,12 +4,24 @@ import { HandoffListeners } from '../handoff-listeners';
 import { handoffMessageOf } from '../handoff-message';
 import { toLeadershipError } from './postgres-error';
 import type { PostgresRunner } from './postgres-runner';
+import { channel, literal, Names, serverNow } from './postgres-statements';
 
-/** The statements of handoffs (see `statementsFor`), and the start of a message's notification. */
-interface HandoffStatements {
+/**
+ * Hands the tenure ($1, $2, $3: slot, holder, term) to `$4`: the row becomes its lease of `$5`
+ * ms, with a term of its own (the old leader's renewals and fenced work fail from here), which
+ * `$4` takes at once as its own row and everybody else only once it ends. Tells everyone
+ * (`$6`: the message's start).
+ */
+const handOverText = ({ table, termSequence }: Names) => `WITH handed AS (UPDATE ${table}
+    SET holder = $4, term = nextval(${literal(termSequence)}), expires_at = ${serverNow} + $5, lease_ms = $5
+    WHERE slot = $1 AND holder = $2 AND term = $3
+    RETURNING slot, holder, term)
+  SELECT term, pg_notify('${channel}', $6 || json_build_object('kind', 'handed', 'slot', slot, 'to', holder, 'term', term)::text)
+  FROM handed`;
+
+/** Where handoffs go: the store's table, its notifying statement (`tell`), and the start of a message's notification on this table, followed by its JSON (see `HandoffMessage`). */
+interface HandoffChannel extends Names {
   readonly tell: string;
-  readonly handOver: string;
-  /** The start of a message's notification on this table, followed by its JSON (see `HandoffMessage`). */
   readonly payload: string;
 }
 
@@ -21,13 +33,16 @@ interface HandoffStatements {
 export class PostgresHandoffs implements Handoffs {
   /** Who hears of handoffs: every candidate of this store, leaders and followers alike, each for its holder. */
   private readonly listeners = new HandoffListeners({ emptied: () => this.unwanted() });
+  private readonly statements: { readonly tell: string; readonly handOver: string; readonly payload: string };
 
   /** @internal Made by its store; `unwanted` tells it that nobody hears handoffs any more. */
   constructor(
     private readonly runner: PostgresRunner,
-    private readonly statements: HandoffStatements,
+    channel: HandoffChannel,
     private readonly unwanted: () => void,
-  ) {}
+  ) {
+    this.statements = { tell: channel.tell, handOver: handOverText(channel), payload: channel.payload };
+  }
 
   /** @internal Whether anybody hears handoffs here (the session must listen). */
   get wanted(): boolean {

@@ -157,7 +157,7 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, LeaseTable,
       hearing: () => this.changes.heard('unheard'),
       schemaMade: () => this.schemaReady,
     });
-    this.standby = new StandbyLocks(this.session, this.statements, (slot) => `${this.payloads.released} ${slot}`);
+    this.standby = new StandbyLocks(this.session, (slot) => `${this.payloads.released} ${slot}`);
     const { session } = this;
     this.changes = new PostgresChanges({
       start: () => session.start(),
@@ -171,8 +171,10 @@ export class PostgresLeaseStore implements FencingStore<PoolClient>, LeaseTable,
       query: (text, values) => this.query(text, values),
       listened: () => this.listened(),
     };
-    const { tell, handOver } = this.statements;
-    this.handoffs = new PostgresHandoffs(runner, { tell, handOver, payload: this.payloads.handoff }, () => session.stopIfUnwanted());
+    const { tell } = this.statements;
+    this.handoffs = new PostgresHandoffs(runner, { ...this.qualified, tell, payload: this.payloads.handoff }, () =>
+      session.stopIfUnwanted(),
+    );
     this.priorities = new PostgresPriorities(runner, tell, this.payloads.priority);
     this.standbyPlaces = new PostgresStandby(this.standby, runner.operation);
     this.capabilities = {

@@ -11,10 +11,10 @@ import type { LeaseRecord, LeaseView } from '../lease-store';
 export const channel = 'observe_leadership';
 
 /** `text` as a string literal: the names of the user's naming may hold a quote. */
-const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
+export const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
 /** The server's clock, in Unix ms: the one clock every candidate of every machine agrees on. */
-const serverNow = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
+export const serverNow = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
 /** When the server received the statement, before it waited for any lock, by the same clock. */
 const arrival = `floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint`;
 
@@ -46,7 +46,7 @@ const advertisedOf = (row: string) =>
 const advertisedWritten = (holder: string, value: string) =>
   `CASE WHEN ${value}::text IS NOT NULL THEN json_build_object('holder', ${holder}::text, 'value', ${value}::text)::text END`;
 
-type Names = { table: string; termSequence: string };
+export type Names = { table: string; termSequence: string };
 
 /**
  * Takes the slot if it is free, expired, already `$2`'s, or exactly the lease the follower
@@ -115,15 +115,6 @@ function writeStatements(names: Names) {
           FROM (SELECT expires_at FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease)
         RETURNING slot)
       SELECT pg_notify('${channel}', $5) FROM renewed`,
-    // Hands the tenure to `$4`: the row becomes its lease of `$5` ms, with a term of its own
-    // (the old leader's renewals and fenced work fail from here), which `$4` takes at once as
-    // its own row and everybody else only once it ends. Tells everyone (`$6`: the message's start).
-    handOver: `WITH handed AS (UPDATE ${table} SET holder = $4, term = nextval(${literal(names.termSequence)}),
-        expires_at = ${serverNow} + $5, lease_ms = $5
-        WHERE slot = $1 AND holder = $2 AND term = $3
-        RETURNING slot, holder, term)
-      SELECT term, pg_notify('${channel}', $6 || json_build_object('kind', 'handed', 'slot', slot, 'to', holder, 'term', term)::text)
-      FROM handed`,
     // Deletes the row, as the original worker does, and wakes the followers that listen.
     release: `WITH released AS (DELETE FROM ${table} WHERE slot = $1 AND holder = $2 AND term = $3 RETURNING slot)
       SELECT pg_notify('${channel}', $4) FROM released`,
@@ -136,15 +127,12 @@ export function statementsFor(names: Names) {
   return {
     ...writeStatements(names),
     read: `SELECT holder, term, expires_at, lease_ms, ${advertisedOf('lease')}, ${serverNow} AS now FROM ${table} AS lease WHERE slot = $1`,
-    // A message to every candidate that listens: a request for a handoff. Needs no right on the table.
+    // A message to every candidate that listens (a handoff's, a priority's). Needs no right on the table.
     tell: `SELECT pg_notify('${channel}', $1)`,
     hasTable: `SELECT to_regclass(${literal(table)}) IS NOT NULL AS found`,
     // The lock comes first, the clock after it: the outer select runs once the row is locked.
     lockForFencing: `SELECT lease.holder, lease.term, lease.expires_at, lease.lease_ms, ${serverNow} AS now
       FROM (SELECT * FROM ${table} WHERE slot = $1 FOR UPDATE) AS lease`,
-    // Standby places: the first free of `$2` advisory locks of the slot, on the session.
-    standBy: `SELECT place FROM generate_series(0, $2::int - 1) AS place WHERE pg_try_advisory_lock(hashtext($1), place) LIMIT 1`,
-    leaveStandby: `SELECT pg_advisory_unlock(hashtext($1), $2::int)`,
     // What a candidate needs besides reading: has_table_privilege with several privileges
     // says whether any is held, so each is asked alone. nextval needs USAGE or UPDATE.
     privileges: `SELECT current_user AS role, pg_is_in_recovery() AS standby,

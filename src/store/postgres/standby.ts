@@ -4,11 +4,11 @@ import type { StoreSession } from './postgres-session';
 /** The key of `holder`'s standby place of `slot` among the places a store holds. */
 const placeOf = (slot: number, holder: string) => `${slot} ${holder}`;
 
-/** The statements of standby places (see `statementsFor`). */
-interface StandbyStatements {
-  readonly standBy: string;
-  readonly leaveStandby: string;
-}
+/** The statements of standby places, on the session: `standBy` takes the first free of `$2` advisory locks of the slot. */
+const statements = {
+  standBy: `SELECT place FROM generate_series(0, $2::int - 1) AS place WHERE pg_try_advisory_lock(hashtext($1), place) LIMIT 1`,
+  leaveStandby: `SELECT pg_advisory_unlock(hashtext($1), $2::int)`,
+};
 
 /**
  * A store's standby places: session advisory locks on the store's session
@@ -25,7 +25,6 @@ export class StandbyLocks {
 
   constructor(
     private readonly session: StoreSession,
-    private readonly statements: StandbyStatements,
     /** The advisory lock key of a slot's places: this table's, not another's that shares the server. */
     private readonly keyOf: (slot: number) => string,
   ) {}
@@ -49,7 +48,7 @@ export class StandbyLocks {
       if (session === undefined) return true; // nobody can be told: every follower polls
       if (this.places.has(key)) return true;
       const { rows } = await this.session.onTurn(() =>
-        session.client.query<{ place: number }>(this.session.config(this.statements.standBy, [this.keyOf(slot), places])),
+        session.client.query<{ place: number }>(this.session.config(statements.standBy, [this.keyOf(slot), places])),
       );
       if (rows.length === 0 || this.session.open !== session) return false; // a session gone took its lock with it
       this.places.set(key, rows[0].place);
@@ -72,7 +71,7 @@ export class StandbyLocks {
     this.places.delete(key);
     return async () => {
       if (this.session.open === session) {
-        await this.session.onTurn(() => session.client.query(this.session.config(this.statements.leaveStandby, [this.keyOf(slot), place])));
+        await this.session.onTurn(() => session.client.query(this.session.config(statements.leaveStandby, [this.keyOf(slot), place])));
       }
       this.session.stopIfUnwanted();
     };

@@ -1,8 +1,36 @@
+import type { Database, Transaction } from 'better-sqlite3';
 import type { Lease } from '../../core/leadership-event';
 import type { ChangeOrigin, ClockReading, HandoffMessage, Handoffs } from '../lease-store';
 import type { EndpointPort, MailboxPort } from './side-channels';
 import type { SqliteConnection } from './sqlite-connection';
-import type { Operate } from './sqlite-prepared';
+import { deadlineOf, Operate, perConnection } from './sqlite-capability';
+import { ownTenure, statementText } from './sqlite-statements';
+
+interface HandoffStatements {
+  /** The window's term, or `undefined` when the slot no longer held the lease. */
+  handOver: Transaction<(lease: Lease, to: string, now: ClockReading, window: number) => number | undefined>;
+}
+
+/**
+ * The handover's transaction on a connection, made at its first handover: the tenure handed
+ * to `to` (a new holder, which the take-over trigger gives a term of its own), with its
+ * deadline, as at a take; the window is timed on the monotonic clock.
+ */
+export const handoffStatements = perConnection((db: Database): HandoffStatements => {
+  const handOver = db.prepare<[Lease & { to: string; expiresAt: number }]>(
+    `UPDATE worker_leadership SET holder = @to, expires_at = @expiresAt WHERE ${ownTenure}`,
+  );
+  const termOf = db.prepare<[{ slot: number }], number>(`SELECT term FROM worker_leadership_term WHERE slot = @slot`).pluck();
+  const writeDeadline = db.prepare<[Lease & { clock: string; deadline: number }]>(statementText.writeDeadline);
+  return {
+    handOver: db.transaction((lease: Lease, to: string, now: ClockReading, window: number) => {
+      if (handOver.run({ ...lease, to, expiresAt: now.wall + window }).changes !== 1) return undefined;
+      const term = termOf.get(lease) as number;
+      writeDeadline.run({ slot: lease.slot, holder: to, term, clock: now.clock, deadline: deadlineOf(now, window) });
+      return term;
+    }),
+  };
+});
 
 /**
  * The `handoffs` capability on SQLite: messages go through mailbox files by addressee
@@ -12,7 +40,7 @@ import type { Operate } from './sqlite-prepared';
 export class SqliteHandoffs implements Handoffs {
   /** @internal Made by its store. */
   constructor(
-    private readonly operate: Operate,
+    private readonly operate: Operate<HandoffStatements>,
     private readonly connection: SqliteConnection,
     private readonly mailboxes: MailboxPort,
     private readonly endpoints: EndpointPort | undefined,

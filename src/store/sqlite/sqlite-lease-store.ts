@@ -1,7 +1,7 @@
 /*
  * The SQLite store: its five operations, each capability in a file of its own (changes.ts,
- * standby.ts, tenure-proof.ts, handoffs.ts, priorities.ts), the statements it prepares on its
- * connection in sqlite-prepared.ts, their SQL in sqlite-statements.ts, the connection's checks
+ * standby.ts, tenure-proof.ts, handoffs.ts, priorities.ts, each with its tables and SQL),
+ * the statements of the five in sqlite-prepared.ts, their SQL in sqlite-statements.ts, the connection's checks
  * in sqlite-connection.ts, the side channels (signal file, endpoints, mailboxes) in
  * side-channels.ts.
  */
@@ -26,12 +26,13 @@ import {
 import { toLeadershipError } from './sqlite-error';
 import { installSqliteSchema } from './sqlite-schema';
 import { readText } from './sqlite-statements';
-import { deadlineOf, Judged, LeaseRow, Operate, Prepared, preparedOn, Statements, statementsOn, viewOf } from './sqlite-prepared';
+import { Judged, LeaseRow, Prepared, preparedOn, Statements, statementsOn, viewOf } from './sqlite-prepared';
+import { deadlineOf, Operate } from './sqlite-capability';
 import { SqliteChanges } from './changes';
-import { SqliteStandby } from './standby';
+import { SqliteStandby, standbyStatements } from './standby';
 import { SqliteTenureProof } from './tenure-proof';
-import { SqliteHandoffs } from './handoffs';
-import { SqlitePriorities } from './priorities';
+import { handoffStatements, SqliteHandoffs } from './handoffs';
+import { priorityStatements, SqlitePriorities } from './priorities';
 import { canonicalPath, SqliteConnection } from './sqlite-connection';
 import { EndpointPort, fileSideChannels, MailboxPort, SqliteSideChannels } from './side-channels';
 import { asBetterSqlite3 } from './sqlite-driver';
@@ -116,11 +117,11 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable {
     this.tenureProof = new SqliteTenureProof(channels.endpoints);
     this.capabilities = {
       changes: this.changes,
-      standby: new SqliteStandby(this.operate),
+      standby: new SqliteStandby(this.operateOn(standbyStatements)),
       tenureProof: this.tenureProof,
       fencing: { fenced: (lease, work, now) => this.fencedSync(lease, now, () => work(undefined)) },
-      handoffs: new SqliteHandoffs(this.operate, this.connection, channels.mailboxes, channels.endpoints),
-      priorities: new SqlitePriorities(this.operate),
+      handoffs: new SqliteHandoffs(this.operateOn(handoffStatements), this.connection, channels.mailboxes, channels.endpoints),
+      priorities: new SqlitePriorities(this.operateOn(priorityStatements)),
     };
   }
 
@@ -255,11 +256,16 @@ export class SqliteLeaseStore implements LeaseStore, LeaseTable {
   }
 
   /** Runs `operation` on the checked connection, with the schema made; the store's watches restarted if they were lost. */
-  private readonly operate: Operate = (operation) =>
+  private readonly operate: Operate<Statements> = (operation) =>
     this.connection.run(() => {
       this.watchIfWanted();
       return operation(this.statements());
     });
+
+  /** How a capability runs an operation on its own statements (`statementsOf`, from its home), as the store runs its own. */
+  private operateOn<S>(statementsOf: (db: Database) => S): Operate<S> {
+    return (operation) => this.operate(() => operation(statementsOf(this.db)));
+  }
 
   private watchIfWanted(): void {
     this.changes.watchIfWanted();

@@ -9,6 +9,8 @@ import { checkLease, stands } from '../lease-check';
 import { ClockReading, LeaseRecord, LeaseView } from '../lease-store';
 import { statementText } from './sqlite-statements';
 import { SqliteConnection } from './sqlite-connection';
+import { deadlineOf } from './sqlite-capability';
+import { standbyStatements } from './standby';
 
 /** A slot's row as read, with the ms its lease has left at the reading (see `remaining`). */
 export interface LeaseRow extends Omit<LeaseRecord, 'advertised'> {
@@ -38,28 +40,8 @@ interface EndedTenure {
   endedTerm: number | null;
 }
 
-interface StandbyPlace {
-  place: number;
-  holder: string;
-  expiresAt: number;
-}
-
-interface StandbyClaim {
-  slot: number;
-  place: number;
-  holder: string;
-  now: number;
-  expiresAt: number;
-}
-
 export interface Statements {
   read: Statement<[Judged], LeaseRow>;
-  standbyRead: Statement<[number], StandbyPlace>;
-  standbyClaim: Statement<[StandbyClaim]>;
-  standbyLeave: Statement<[{ slot: number; holder: string }]>;
-  declare: Statement<[{ slot: number; holder: string; priority: number; clock: string; expiresAt: number }]>;
-  undeclare: Statement<[{ slot: number; holder: string }]>;
-  highest: Statement<[{ slot: number; holder: string } & ClockReading], number>;
   acquire: Transaction<
     (
       parameters: TakeParameters & EndedTenure,
@@ -70,8 +52,6 @@ export interface Statements {
   >;
   renew: Transaction<(lease: Lease, now: ClockReading, expiresAfter: number, advertised: Advertised) => boolean>;
   release: Statement<[Lease]>;
-  /** The window's term, or `undefined` when the slot no longer held the lease. */
-  handOver: Transaction<(lease: Lease, to: string, now: ClockReading, window: number) => number | undefined>;
   fenced: Transaction<(lease: Lease, now: () => ClockReading, work: () => unknown) => unknown>;
 }
 
@@ -84,32 +64,16 @@ function recordOf({ holder, term, expiresAt, advertised }: LeaseRow): LeaseRecor
   return advertised === null ? { holder, term, expiresAt } : { holder, term, expiresAt, advertised };
 }
 
-/**
- * The end of a lease written at `now` on the reading's clock, rounded up: a follower may
- * take the slot only once its own reading is past it, and so past the holder's belief,
- * which counts from when it sent the write, before this reading.
- */
-export function deadlineOf(now: ClockReading, expiresAfter: number): number {
-  return Math.ceil(now.now + expiresAfter);
-}
-
 /** The store's statements and transactions on `db`, whose schema is whole (see `SqliteLeaseStore.ready`), each prepared at its first use. */
 export function statementsOn(db: Database, read: Statement<[Judged], LeaseRow>): Statements {
   const prepared = <P extends unknown[], R = unknown>(text: string) => onFirstUse(() => db.prepare<P, R>(text));
   const take = prepared<[TakeParameters & EndedTenure]>(statementText.take);
   const renew = prepared<[Lease & { expiresAt: number }]>(statementText.renew);
   const writeDeadline = prepared<[DeadlineParameters]>(statementText.writeDeadline);
-  const standbyLeave = prepared<[{ slot: number; holder: string }]>(statementText.standbyLeave);
   const mayWrite = prepared(statementText.mayWrite);
   const advertise = advertiseStatement(prepared);
   return onFirstUseEach<Statements>({
     read: () => read,
-    standbyRead: () => db.prepare(statementText.standbyRead),
-    standbyClaim: () => db.prepare(statementText.standbyClaim),
-    standbyLeave,
-    declare: () => db.prepare(statementText.declare),
-    undeclare: () => db.prepare(statementText.undeclare),
-    highest: () => db.prepare<[{ slot: number; holder: string } & ClockReading], number>(statementText.highest).pluck(),
     // A leader is nobody's standby: winning gives its standby place up, if it had one. Its
     // endpoint opens before the commit, so that whoever reads the tenure can reach it; if
     // the commit fails, nobody ever could, and it closes. The row and the deadline are
@@ -124,7 +88,7 @@ export function statementsOn(db: Database, read: Statement<[Judged], LeaseRow>):
           const tenure = { slot: parameters.slot, holder: lease.holder, term: lease.term };
           writeDeadline().run({ ...tenure, clock: parameters.clock, deadline });
           advertise(tenure, advertised);
-          standbyLeave().run({ slot: parameters.slot, holder: parameters.holder });
+          standbyStatements(db).leave.run({ slot: parameters.slot, holder: parameters.holder });
           openEndpoint(tenure);
           const replaced = before !== undefined && before.holder !== parameters.holder ? viewOf(before).lease : undefined;
           return { acquired, lease: { ...lease, advertised: advertised ?? null, expiresIn: deadline - parameters.now }, replaced };
@@ -138,7 +102,6 @@ export function statementsOn(db: Database, read: Statement<[Judged], LeaseRow>):
         return true;
       }),
     release: () => db.prepare(statementText.release),
-    handOver: () => handOverTransaction(db, read, writeDeadline()),
     // The check and the work share one IMMEDIATE transaction: a takeover needs the write
     // lock, so it cannot fall between them, however long this process pauses. The time is
     // read once the lock is held, not before: waiting for the lock may outlast the lease.
@@ -204,21 +167,3 @@ function advertiseStatement(
   const clear = prepared<[{ slot: number }]>(statementText.clearAdvertised);
   return (tenure, advertised) => void (advertised === undefined ? clear().run(tenure) : write().run({ ...tenure, value: advertised }));
 }
-
-/** The handover's transaction: the row and its deadline together, as at a take; the window is timed on the monotonic clock. */
-function handOverTransaction(
-  db: Database,
-  read: Statement<[Judged], LeaseRow>,
-  writeDeadline: Statement<[DeadlineParameters]>,
-): Statements['handOver'] {
-  const handOver = db.prepare<[Lease & { to: string; expiresAt: number }]>(statementText.handOver);
-  return db.transaction((lease: Lease, to: string, now: ClockReading, window: number) => {
-    if (handOver.run({ ...lease, to, expiresAt: now.wall + window }).changes !== 1) return undefined;
-    const { term } = read.get({ slot: lease.slot, ...now }) as LeaseRow;
-    writeDeadline.run({ slot: lease.slot, holder: to, term, clock: now.clock, deadline: deadlineOf(now, window) });
-    return term;
-  });
-}
-
-/** How the store and its capabilities run an operation: on the checked connection, with the schema made (see `SqliteLeaseStore.operate`). */
-export type Operate = <T>(operation: (statements: Statements) => T) => T;

@@ -1,5 +1,8 @@
 import type { Database } from 'better-sqlite3';
 import { LeadershipError } from '../../core/leadership-error';
+import type { SqliteTable } from './sqlite-capability';
+import { candidateTable } from './priorities';
+import { standbyTable } from './standby';
 
 /*
  * The lease table is exactly the original worker's, so that its three statements keep
@@ -26,106 +29,77 @@ import { LeadershipError } from '../../core/leadership-error';
  * term), so a tenure the original worker's statements start, which advances the term, is
  * judged by the wall clock again, as that worker judges it.
  *
- * A third table holds the standby places of each slot: the few followers that watch for
- * releases, each place a small lease of its own (see the lease store). It only decides who
- * is woken first, never who leads.
- *
- * A fifth holds the priorities candidates declared (the `priority` option), each a small
- * lease of its own on the host's monotonic clock that `clock` names, as a deadline is (an
- * earlier version wrote the wall clock's ms, with no `clock`): it only decides who takes a
- * free slot first, never who leads.
- *
- * A fourth holds what each tenure's holder advertises to followers (the `advertise` option),
+ * A third holds what each tenure's holder advertises to followers (the `advertise` option),
  * which, like the deadline, counts only for the tenure it names: a tenure the original
  * worker's statements start advertises nothing.
+ *
+ * The capabilities' tables are in their homes: standby places in standby.ts, priorities in
+ * priorities.ts.
  */
-const advanceTerm = `
-    INSERT INTO worker_leadership_term (slot, term)
-      SELECT NEW.slot, 0 WHERE NOT EXISTS (SELECT 1 FROM worker_leadership_term WHERE slot = NEW.slot);
-    UPDATE worker_leadership_term SET term = term + 1 WHERE slot = NEW.slot;`;
-
-const schema = `
-  CREATE TABLE IF NOT EXISTS worker_leadership (
+const leaseTable: SqliteTable = {
+  name: 'worker_leadership',
+  create: `CREATE TABLE IF NOT EXISTS worker_leadership (
     slot INTEGER PRIMARY KEY,
     holder TEXT NOT NULL,
     expires_at INTEGER NOT NULL
-  );
-  CREATE TABLE IF NOT EXISTS worker_leadership_term (
+  )`,
+  columns: { slot: 'INTEGER', holder: 'TEXT', expires_at: 'INTEGER' },
+  key: ['slot'],
+};
+
+const termTable: SqliteTable = {
+  name: 'worker_leadership_term',
+  create: `CREATE TABLE IF NOT EXISTS worker_leadership_term (
     slot INTEGER PRIMARY KEY,
     term INTEGER NOT NULL
-  );
-  CREATE TABLE IF NOT EXISTS worker_leadership_deadline (
+  )`,
+  columns: { slot: 'INTEGER', term: 'INTEGER' },
+  key: ['slot'],
+};
+
+const deadlineTable: SqliteTable = {
+  name: 'worker_leadership_deadline',
+  create: `CREATE TABLE IF NOT EXISTS worker_leadership_deadline (
     slot INTEGER PRIMARY KEY,
     holder TEXT NOT NULL,
     term INTEGER NOT NULL,
     clock TEXT NOT NULL,
     expires_at INTEGER NOT NULL
-  );
-  CREATE TABLE IF NOT EXISTS worker_leadership_advertised (
+  )`,
+  columns: { slot: 'INTEGER', holder: 'TEXT', term: 'INTEGER', clock: 'TEXT', expires_at: 'INTEGER' },
+  key: ['slot'],
+};
+
+const advertisedTable: SqliteTable = {
+  name: 'worker_leadership_advertised',
+  create: `CREATE TABLE IF NOT EXISTS worker_leadership_advertised (
     slot INTEGER PRIMARY KEY,
     holder TEXT NOT NULL,
     term INTEGER NOT NULL,
     value TEXT NOT NULL
-  );
-  CREATE TABLE IF NOT EXISTS worker_leadership_candidate (
-    slot INTEGER NOT NULL,
-    holder TEXT NOT NULL,
-    priority INTEGER NOT NULL,
-    expires_at INTEGER NOT NULL,
-    clock TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (slot, holder)
-  );
-  CREATE TABLE IF NOT EXISTS worker_leadership_standby (
-    slot INTEGER NOT NULL,
-    place INTEGER NOT NULL,
-    holder TEXT NOT NULL,
-    expires_at INTEGER NOT NULL,
-    PRIMARY KEY (slot, place)
-  );
-  CREATE TRIGGER IF NOT EXISTS worker_leadership_term_on_insert
-    AFTER INSERT ON worker_leadership
-  BEGIN ${advanceTerm}
-  END;
-  CREATE TRIGGER IF NOT EXISTS worker_leadership_term_on_take
-    AFTER UPDATE OF holder ON worker_leadership
-  BEGIN ${advanceTerm}
-  END;`;
-
-const schemaObjects = [
-  'worker_leadership',
-  'worker_leadership_term',
-  'worker_leadership_deadline',
-  'worker_leadership_standby',
-  'worker_leadership_advertised',
-  'worker_leadership_candidate',
-  'worker_leadership_term_on_insert',
-  'worker_leadership_term_on_take',
-];
-
-type Affinity = 'INTEGER' | 'TEXT';
-
-interface Shape {
-  readonly columns: Record<string, Affinity>;
-  readonly key: readonly string[];
-}
-
-const expectedShapes: Record<string, Shape> = {
-  worker_leadership: { columns: { slot: 'INTEGER', holder: 'TEXT', expires_at: 'INTEGER' }, key: ['slot'] },
-  worker_leadership_term: { columns: { slot: 'INTEGER', term: 'INTEGER' }, key: ['slot'] },
-  worker_leadership_deadline: {
-    columns: { slot: 'INTEGER', holder: 'TEXT', term: 'INTEGER', clock: 'TEXT', expires_at: 'INTEGER' },
-    key: ['slot'],
-  },
-  worker_leadership_standby: {
-    columns: { slot: 'INTEGER', place: 'INTEGER', holder: 'TEXT', expires_at: 'INTEGER' },
-    key: ['slot', 'place'],
-  },
-  worker_leadership_advertised: { columns: { slot: 'INTEGER', holder: 'TEXT', term: 'INTEGER', value: 'TEXT' }, key: ['slot'] },
-  worker_leadership_candidate: {
-    columns: { slot: 'INTEGER', holder: 'TEXT', priority: 'INTEGER', expires_at: 'INTEGER', clock: 'TEXT' },
-    key: ['slot', 'holder'],
-  },
+  )`,
+  columns: { slot: 'INTEGER', holder: 'TEXT', term: 'INTEGER', value: 'TEXT' },
+  key: ['slot'],
 };
+
+const tables = [leaseTable, termTable, deadlineTable, advertisedTable, standbyTable, candidateTable];
+
+const advanceTerm = `
+    INSERT INTO worker_leadership_term (slot, term)
+      SELECT NEW.slot, 0 WHERE NOT EXISTS (SELECT 1 FROM worker_leadership_term WHERE slot = NEW.slot);
+    UPDATE worker_leadership_term SET term = term + 1 WHERE slot = NEW.slot;`;
+
+const triggers = {
+  worker_leadership_term_on_insert: 'AFTER INSERT ON worker_leadership',
+  worker_leadership_term_on_take: 'AFTER UPDATE OF holder ON worker_leadership',
+};
+
+const schema = [
+  ...tables.map((table) => table.create),
+  ...Object.entries(triggers).map(([name, event]) => `CREATE TRIGGER IF NOT EXISTS ${name}\n    ${event}\n  BEGIN ${advanceTerm}\n  END`),
+].join(';\n');
+
+const schemaObjects = [...tables.map((table) => table.name), ...Object.keys(triggers)];
 
 /** A row of `describeSchema`: a column of one of the schema's tables, or a trigger (no column). */
 interface SchemaRow {
@@ -171,20 +145,18 @@ export function installSqliteSchema(db: Database): void {
   const snapshot = db.transaction(() => ({ text: text.get() ?? '', columns: describe(db) }));
   let seen = snapshot();
   const missing = schemaObjects.some((name) => !seen.columns.some((column) => column.object === name));
-  if (missing || lacksClock(seen.columns)) {
+  if (missing || additions(seen.columns).length > 0) {
     db.transaction(() => {
       if (missing) db.exec(schema);
-      // Made by an earlier version: the column added under the write lock, once.
-      if (lacksClock(describe(db))) db.exec(`ALTER TABLE worker_leadership_candidate ADD COLUMN clock TEXT NOT NULL DEFAULT ''`);
+      for (const addition of additions(describe(db))) db.exec(addition); // under the write lock, once
     }).immediate();
     seen = snapshot();
   }
   const { columns } = seen;
-  for (const [table, shape] of Object.entries(expectedShapes)) {
+  for (const table of tables) {
     checkShape(
       table,
-      shape,
-      columns.filter((column): column is SchemaRow & { name: string } => column.object === table && column.name !== null),
+      columns.filter((column): column is SchemaRow & { name: string } => column.object === table.name && column.name !== null),
     );
   }
   checkedSchemas.add(seen.text);
@@ -194,13 +166,19 @@ function describe(db: Database): SchemaRow[] {
   return db.prepare<[], SchemaRow>(describeSchema).all();
 }
 
-/** Whether the priorities' table was made before declarations named their clock. */
-function lacksClock(columns: SchemaRow[]): boolean {
-  const table = columns.filter((column) => column.object === 'worker_leadership_candidate');
-  return table.length > 0 && !table.some((column) => column.name === 'clock');
+/** The `ALTER TABLE`s that add what an earlier version made a table without (see `SqliteTable.addedLater`). */
+function additions(columns: SchemaRow[]): string[] {
+  return tables.flatMap(({ name, addedLater = {} }) => {
+    const made = columns.filter((column) => column.object === name);
+    return made.length === 0
+      ? []
+      : Object.entries(addedLater)
+          .filter(([column]) => !made.some((c) => c.name === column))
+          .map(([column, definition]) => `ALTER TABLE ${name} ADD COLUMN ${column} ${definition}`);
+  });
 }
 
-function checkShape(table: string, { columns: expected, key }: Shape, columns: Array<SchemaRow & { name: string }>): void {
+function checkShape({ name: table, columns: expected, key }: SqliteTable, columns: Array<SchemaRow & { name: string }>): void {
   const problems: string[] = [];
   for (const [name, affinity] of Object.entries(expected)) {
     const column = columns.find((c) => c.name === name);
@@ -229,7 +207,7 @@ function checkShape(table: string, { columns: expected, key }: Shape, columns: A
 }
 
 /** SQLite's own rules for the affinity of a declared type, reduced to the two we use. */
-function affinityOf(declaredType: string): Affinity | 'OTHER' {
+function affinityOf(declaredType: string): 'INTEGER' | 'TEXT' | 'OTHER' {
   const type = declaredType.toUpperCase();
   if (type.includes('INT')) return 'INTEGER';
   if (type.includes('CHAR') || type.includes('CLOB') || type.includes('TEXT')) return 'TEXT';

@@ -10,7 +10,7 @@
  * after a long pause can only succeed if nobody held the slot in between, and a late
  * release can never free somebody else's tenure.
  */
-const ownTenure = `slot = @slot AND holder = @holder
+export const ownTenure = `slot = @slot AND holder = @holder
   AND (SELECT term FROM worker_leadership_term WHERE slot = @slot) = @term`;
 
 /**
@@ -82,23 +82,6 @@ export const statementText = {
     ON CONFLICT (slot) DO UPDATE SET holder = excluded.holder, term = excluded.term, value = excluded.value`,
   clearAdvertised: `DELETE FROM worker_leadership_advertised WHERE slot = @slot`,
   release: `DELETE FROM worker_leadership WHERE ${ownTenure}`,
-  // The tenure handed to @to: a new holder, which the take-over trigger gives a term of its own.
-  handOver: `UPDATE worker_leadership SET holder = @to, expires_at = @expiresAt WHERE ${ownTenure}`,
-  standbyRead: `SELECT place, holder, expires_at AS expiresAt FROM worker_leadership_standby WHERE slot = ?`,
-  standbyClaim: `INSERT INTO worker_leadership_standby (slot, place, holder, expires_at)
-    VALUES (@slot, @place, @holder, @expiresAt)
-    ON CONFLICT (slot, place) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-    WHERE expires_at < @now OR holder = @holder`,
-  standbyLeave: `DELETE FROM worker_leadership_standby WHERE slot = @slot AND holder = @holder`,
-  // Priorities candidates declared (see sqlite-schema.ts): each a small lease on the host's
-  // monotonic clock that `clock` names, judged by the wall clock only where the reader is on
-  // another (a row an earlier version wrote, whose `clock` is empty).
-  declare: `INSERT INTO worker_leadership_candidate (slot, holder, priority, clock, expires_at)
-    VALUES (@slot, @holder, @priority, @clock, @expiresAt)
-    ON CONFLICT (slot, holder) DO UPDATE SET priority = excluded.priority, clock = excluded.clock, expires_at = excluded.expires_at`,
-  undeclare: `DELETE FROM worker_leadership_candidate WHERE slot = @slot AND holder = @holder`,
-  highest: `SELECT coalesce(max(priority), 0) FROM worker_leadership_candidate WHERE slot = @slot AND holder <> @holder
-    AND CASE WHEN clock = @clock THEN expires_at >= @now ELSE expires_at >= @wall END`,
   // Needs to write and writes nothing: inside a transaction that holds the write lock already
   // it costs nothing, and on a read-only connection it fails (SQLITE_READONLY), which
   // node:sqlite and bun:sqlite do not tell otherwise (BEGIN IMMEDIATE succeeds there).
