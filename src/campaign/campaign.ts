@@ -75,10 +75,7 @@ export class Campaign implements CampaignContext {
     this.follower.attempt();
   }
 
-  /**
-   * Stops the timer, then withdraws once the operation in flight settles (an acquisition in
-   * flight may yet win, and must be released); then `settled`. Never throws.
-   */
+  /** Stops the timer, then leaves the phase once the operation in flight settles (an acquisition may yet win); then `settled`. Never throws. */
   stop(settled?: () => void): void {
     if (settled !== undefined) {
       if (this.left) settled();
@@ -165,10 +162,7 @@ export class Campaign implements CampaignContext {
     );
   }
 
-  /**
-   * Message about a handoff. From another process, acted on at once: every ms is a ms of the
-   * handoff. From this connection, it is heard inside the operation that told it: after it.
-   */
+  /** A message about a handoff: from another process, acted on at once; from this connection, after the operation that told it. */
   private readonly onHandoffMessage = (message: HandoffMessage, origin?: ChangeOrigin): void => {
     if (origin === 'anywhere') return this.actOnHandoffMessage(message);
     this.scheduler.schedule(() => this.actOnHandoffMessage(message));
@@ -227,10 +221,7 @@ export class Campaign implements CampaignContext {
     else this.wake(this.follower.attempt, 0);
   }
 
-  /**
-   * After a lease of its own ran out unrenewed (a pause, say, maybe inside a write that kept
-   * everyone else out): the others get `retryEvery` to take the slot before this one tries.
-   */
+  /** After a lease of its own ran out unrenewed (a pause, maybe inside a write that kept everyone out): the others go first. */
   private othersFirst(): void {
     this.wake(this.follower.attempt, this.timing.retryEvery);
   }
@@ -242,24 +233,20 @@ export class Campaign implements CampaignContext {
     const { left } = phase;
     this.lockRetry.clear();
     this.priority.withdraw();
-    if (left.name === 'leading') return this.release(this.lease(left.term));
+    if (left.name === 'leading') return this.retryWhileLocked(() => this.store.release(this.lease(left.term)), nothing);
     const standing = left.standing.standsBy;
     this.follower.endFollowing(left);
     // Stopped while a handover or release was still being tried: the tenure is released now.
-    if (left.ending !== undefined) this.release(left.ending);
+    const { ending } = left;
+    if (ending !== undefined) this.retryWhileLocked(() => this.store.release(ending), nothing);
     // A place left held would keep another follower from standing by until it expires.
     if (standing && this.standby.hasPlaces) this.retryWhileLocked(() => this.standby.leave(), nothing);
   };
 
-  private release(lease: Lease): void {
-    this.retryWhileLocked(() => this.store.release(lease), nothing);
-  }
-
   /**
-   * Makes a store call that ends something (a release, a handover, a standby place given up),
-   * tried again while the lock is taken, for up to `retryEvery`, on the campaign's timer (after
-   * `stop`, the withdrawal's own); `then` gets its answer, or nothing if it did not get through.
-   * Other errors are told to nobody: what it ends also ends by itself, when its lease expires.
+   * A store call that ends something (a release, a handover, a standby place), tried again on
+   * the timer while the lock is taken, for up to `retryEvery`; `then` gets its answer, or
+   * nothing. Other errors are told to nobody: what it ends also ends when its lease expires.
    */
   private retryWhileLocked<T>(call: () => Eventually<T>, then: (answer?: T) => void): void {
     this.inFlight.run(call, then, (error) => {
