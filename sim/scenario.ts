@@ -35,6 +35,12 @@ export interface PlannedFault {
   pick: number;
   /** The fault's size, 0 to 1 (a pause's length, a step's). */
   size: number;
+  /**
+   * The birth of the process it is aimed at, while that one lives, in place of `atLeader` and
+   * `pick`: the shrinker pins each fault to the process it hit (see `pinned`), so that a fault
+   * it removes does not send a later one at another process.
+   */
+  target?: number;
 }
 
 export interface Noise {

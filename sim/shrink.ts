@@ -8,6 +8,7 @@
  */
 import type { SimViolation } from './check';
 import { simulateOnItsStore } from './run';
+import type { SimHistory } from './world';
 import type { Noise, Scenario } from './scenario';
 
 export interface Shrunk {
@@ -43,6 +44,9 @@ export async function shrink(
     return true;
   };
   await fails(cut(scenario, found));
+  // Each fault aimed at the process it hit: a fault removed then sends no later one elsewhere.
+  if (performance.now() < deadline && best.runs < runs)
+    await fails(pinned(best.scenario, (await simulateOnItsStore(best.scenario)).history));
   // Most violations need only the last few faults before them: tried first, the run is short.
   const lease = scenario.timing.expiresAfter;
   for (let leases = 2; leases * lease < best.violation.at; leases *= 2) {
@@ -82,6 +86,17 @@ function cut(scenario: Scenario, violation: SimViolation): Scenario {
   const faults = scenario.faults.filter((fault) => fault.at <= violation.at);
   const duration = Math.min(scenario.duration, Math.ceil(Math.max(violation.at, ...faults.map((fault) => fault.at))) + 1);
   return { ...scenario, faults, duration };
+}
+
+/** `scenario` with each fault pinned to the process it was aimed at in `history`, its run (the same run: see `PlannedFault.target`). */
+function pinned(scenario: Scenario, history: SimHistory): Scenario {
+  return {
+    ...scenario,
+    faults: scenario.faults.map((fault, index) => {
+      const target = history.aimed[index];
+      return target === undefined ? fault : { ...fault, target };
+    }),
+  };
 }
 
 /** Delta debugging over the faults: removes chunks of them, smaller and smaller, while the run still fails. */

@@ -65,6 +65,8 @@ export interface SimHistory {
   quietFrom: number;
   endedAt: number;
   faults: number;
+  /** For each of the scenario's faults, the birth of the process it was aimed at, if it came to one. */
+  aimed: Array<number | undefined>;
   /** For a run of an exhaustive search: every choice it made, and of how many. */
   choices?: Choice[];
 }
@@ -120,6 +122,8 @@ export class World {
   private readonly leading = new Map<string, Lease>();
   private born = 0;
   private faults = 0;
+  /** The birth of the process each fault was aimed at (see `PlannedFault.target`). */
+  private readonly aimed = new Map<PlannedFault, number>();
   /** For a run of an exhaustive search: the choices, instead of the noise. */
   private readonly chooser: Chooser | undefined;
 
@@ -396,6 +400,7 @@ export class World {
       quietFrom,
       endedAt: this.timeline.now,
       faults: this.faults,
+      aimed: this.scenario.faults.map((fault) => this.aimed.get(fault)),
       ...(this.chooser !== undefined && { choices: this.chooser.made }),
     };
   }
@@ -637,8 +642,10 @@ export class World {
     const live = this.processes.filter((p) => p.alive);
     const leaders = live.filter((p) => [...Array(this.scenario.slots).keys()].some((slot) => this.leading.has(`${p.name} ${slot}`)));
     const among = fault.atLeader && leaders.length > 0 ? leaders : live;
+    const pinned = fault.target === undefined ? undefined : live.find((process) => process.birth === fault.target);
     if (among.length === 0) return;
-    const target = among[Math.min(among.length - 1, Math.floor(fault.pick * among.length))];
+    const target = pinned ?? among[Math.min(among.length - 1, Math.floor(fault.pick * among.length))];
+    this.aimed.set(fault, target.birth);
     const { expiresAfter, retryEvery } = this.scenario.timing;
     const note = (type: string, detail?: string) => this.record(target, { kind: 'fault', type, ...(detail && { detail }) });
     this.faults++;

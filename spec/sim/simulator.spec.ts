@@ -122,6 +122,7 @@ describe('the simulator (npm run simulate)', () => {
       quietFrom: 0,
       endedAt: 5_000,
       faults: 0,
+      aimed: [],
     });
     const noNoise = { latency: false, failures: false, lateness: false, options: false };
     const elected = (process: string, term: number, at: number, deadline: number): SimRecord => ({
