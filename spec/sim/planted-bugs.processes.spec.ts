@@ -52,7 +52,8 @@ describe.each(Object.entries(plants))('npm run simulate -- --plant %s', (name, {
       });
       const shrunk = JSON.parse(readFileSync(file, 'utf8')) as Scenario;
       expect(shrunk.plant).toBe(name);
-      expect(shrunk.faults.length).toBeLessThanOrEqual(16); // of about 500
+      // Of about 500. The most a plant needs is 17 (resubscribe-at-once: one holder's subscriptions must overlap).
+      expect(shrunk.faults.length).toBeLessThanOrEqual(20);
       const timeline = found.output.slice(found.output.indexOf('its timeline:'), found.output.indexOf('replay:')).split('\n');
       expect(timeline.length).toBeLessThan(80);
 

@@ -98,9 +98,8 @@ export class Campaign implements CampaignContext {
   }
 
   /**
-   * Whether this candidate believes, at this very moment, that it holds tenure `term`. A lease
-   * that ran out ends the belief here, `lost` included, before its timer fires: a process
-   * resumed from a pause may run a job's timer before the campaign's.
+   * Whether it believes, at this very moment, that it holds tenure `term`. A lease that ran out
+   * ends the belief here, before its timer fires: a process resumed from a pause may run a job's timer first.
    */
   believes(term: number): boolean {
     const leading = this.phase;
@@ -138,8 +137,7 @@ export class Campaign implements CampaignContext {
     if (leading.quietUntil !== undefined) return;
     this.timer?.unsubscribe(); // its renewal, or its expiry
     const lease = this.lease(leading.term);
-    const activity = { name: 'sitting-out', until: this.now() + (this.timing.sitOut ?? this.timing.expiresAfter) } as const;
-    const sittingOut = following({ ...activity });
+    const sittingOut = following({ name: 'sitting-out', until: this.now() + (this.timing.sitOut ?? this.timing.expiresAfter) });
     this.phase = sittingOut;
     this.lockRetry.clear();
     this.emit({ type: 'lost', ...lease, reason });
@@ -151,9 +149,9 @@ export class Campaign implements CampaignContext {
         if (typeof ended === 'number') {
           // The window (its term) is nobody's tenure: only a greater term ends the sit-out.
           if (sittingOut.activity.name === 'sitting-out') sittingOut.activity.after = ended;
-          // Proven over only after the window, so that no standby rushes for the lock the
-          // successor needs; at once if stopped meanwhile (see `stop`).
-          this.tenureProof.endTenureLater(lease, (end) => this.scheduler.schedule(end, this.timing.retryEvery));
+          // Proven over once the window ends (at the sit-out's first look, see `wake`), so that no
+          // standby rushes for the lock the successor needs; at once if stopped (see `stop`).
+          this.tenureProof.endTenureAt(lease, this.now() + this.timing.retryEvery);
         } else {
           this.tenureProof.endTenure(lease);
         }
@@ -275,7 +273,10 @@ export class Campaign implements CampaignContext {
     this.timer?.unsubscribe();
     if (this.phase.name === 'stopped') return; // what waits for the operation in flight is the withdrawal
     this.inFlight.cancelQueued();
-    this.timer = this.scheduler.schedule(waits ? () => this.inFlight.whenSettled(action) : action, delay);
+    this.timer = this.scheduler.schedule(() => {
+      this.tenureProof.endDue(this.now()); // a handover's window that ended: its tenure is proven over
+      return waits ? this.inFlight.whenSettled(action) : action();
+    }, delay);
   }
 
   clearTimer(): void {

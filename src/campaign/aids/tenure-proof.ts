@@ -1,4 +1,3 @@
-import type { Subscription } from 'rxjs';
 import type { Lease } from '../../core/leadership-event';
 import { LeaseRecord, sameTenure, TenureProof, TenureWatch } from '../../store/lease-store';
 
@@ -29,8 +28,8 @@ export class ProofOfEnd {
  * tenure, and a leader says when its belief ended. Without it, followers wait for the lease.
  */
 export class TenureProofAid {
-  /** Tenures handed over, whose end is proven only once their successor's window is over. */
-  private readonly later = new Map<Subscription, Lease>();
+  /** Tenures handed over, each proven over only once its successor's window ends (`at`, on the campaign's clock; see `endDue`). */
+  private handedOver: Array<{ readonly lease: Lease; readonly at: number }> = [];
 
   constructor(private readonly proof: TenureProof | undefined) {}
 
@@ -39,22 +38,22 @@ export class TenureProofAid {
     this.proof?.endTenure(lease);
   }
 
-  /** `endTenure` on the campaign's timer (`schedule`), unless `endAllNow` comes first. */
-  endTenureLater(lease: Lease, schedule: (end: () => void) => Subscription): void {
-    const later = schedule(() => {
-      this.later.delete(later);
-      this.endTenure(lease);
-    });
-    this.later.set(later, lease);
+  /** `endTenure` once the campaign's clock reaches `at` (see `endDue`), or at `endAllNow`. */
+  endTenureAt(lease: Lease, at: number): void {
+    this.handedOver.push({ lease, at });
   }
 
-  /** Ends at once what waited (the campaign stopped): no timer outlives the campaign. */
+  /** Ends what is due at `now`: the campaign asks at each turn of its timer, which turns at least every `retryEvery` while it sits out. */
+  endDue(now: number): void {
+    if (this.handedOver.length === 0) return;
+    const due = this.handedOver.filter((pending) => pending.at <= now);
+    this.handedOver = this.handedOver.filter((pending) => pending.at > now);
+    for (const { lease } of due) this.endTenure(lease);
+  }
+
+  /** Ends at once what waited (the campaign stopped). */
   endAllNow(): void {
-    for (const [later, lease] of this.later) {
-      later.unsubscribe();
-      this.endTenure(lease);
-    }
-    this.later.clear();
+    this.endDue(Infinity);
   }
 
   /**
