@@ -1,6 +1,7 @@
 import type { QueryResultRow } from 'pg';
 import { MAX_DELAY } from '../../core/argument-check';
 import type { LeaseRecord, LeaseView } from '../lease-store';
+import { advertisedOf, advertisedWritten } from './advertised';
 
 /*
  * The PostgreSQL store's SQL, and how its rows are read: every statement the store sends,
@@ -33,18 +34,6 @@ export interface Row extends QueryResultRow {
   advertised?: string | null;
   now: string;
 }
-
-/*
- * What a tenure's holder advertises (the `advertise` option) is kept in the row's
- * `advertised` column, with the holder that wrote it: `{"holder": ..., "value": ...}`. It is
- * read back only while that holder holds the row.
- */
-const advertisedOf = (row: string) =>
-  `CASE WHEN (${row}.advertised::jsonb ->> 'holder') = ${row}.holder THEN ${row}.advertised::jsonb ->> 'value' END AS advertised`;
-
-/** What a write stores in `advertised`: `$value` (a text parameter, NULL for nothing) for holder `$holder`. */
-const advertisedWritten = (holder: string, value: string) =>
-  `CASE WHEN ${value}::text IS NOT NULL THEN json_build_object('holder', ${holder}::text, 'value', ${value}::text)::text END`;
 
 export type Names = { table: string; termSequence: string };
 

@@ -11,6 +11,7 @@ import { statementText } from './sqlite-statements';
 import { SqliteConnection } from './sqlite-connection';
 import { deadlineOf } from './sqlite-capability';
 import { standbyStatements } from './standby';
+import { advertiseOn } from './advertised';
 
 /** A slot's row as read, with the ms its lease has left at the reading (see `remaining`). */
 export interface LeaseRow extends Omit<LeaseRecord, 'advertised'> {
@@ -32,7 +33,7 @@ interface DeadlineParameters extends Lease {
   deadline: number;
 }
 
-/** What a tenure's holder advertises (see `writeAdvertised`). */
+/** What a tenure's holder advertises (see advertised.ts). */
 type Advertised = string | undefined;
 
 interface EndedTenure {
@@ -71,7 +72,7 @@ export function statementsOn(db: Database, read: Statement<[Judged], LeaseRow>):
   const renew = prepared<[Lease & { expiresAt: number }]>(statementText.renew);
   const writeDeadline = prepared<[DeadlineParameters]>(statementText.writeDeadline);
   const mayWrite = prepared(statementText.mayWrite);
-  const advertise = advertiseStatement(prepared);
+  const advertise = (tenure: Lease, advertised: Advertised) => advertiseOn(db)(tenure, advertised);
   return onFirstUseEach<Statements>({
     read: () => read,
     // A leader is nobody's standby: winning gives its standby place up, if it had one. Its
@@ -157,13 +158,4 @@ function onFirstUseEach<T extends object>(makers: { [Name in keyof T]: () => T[N
     });
   }
   return made;
-}
-
-/** Writes what the holder of `tenure` advertises, or that it advertises nothing. */
-function advertiseStatement(
-  prepared: <P extends unknown[]>(text: string) => () => Statement<P>,
-): (tenure: Lease, advertised: Advertised) => void {
-  const write = prepared<[Lease & { value: string }]>(statementText.writeAdvertised);
-  const clear = prepared<[{ slot: number }]>(statementText.clearAdvertised);
-  return (tenure, advertised) => void (advertised === undefined ? clear().run(tenure) : write().run({ ...tenure, value: advertised }));
 }

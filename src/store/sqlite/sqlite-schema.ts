@@ -3,6 +3,7 @@ import { LeadershipError } from '../../core/leadership-error';
 import type { SqliteTable } from './sqlite-capability';
 import { candidateTable } from './priorities';
 import { standbyTable } from './standby';
+import { advertisedTable } from './advertised';
 
 /*
  * The lease table is exactly the original worker's, so that its three statements keep
@@ -29,12 +30,8 @@ import { standbyTable } from './standby';
  * term), so a tenure the original worker's statements start, which advances the term, is
  * judged by the wall clock again, as that worker judges it.
  *
- * A third holds what each tenure's holder advertises to followers (the `advertise` option),
- * which, like the deadline, counts only for the tenure it names: a tenure the original
- * worker's statements start advertises nothing.
- *
- * The capabilities' tables are in their homes: standby places in standby.ts, priorities in
- * priorities.ts.
+ * The other tables are in their homes: what tenures advertise in advertised.ts, standby
+ * places in standby.ts, priorities in priorities.ts.
  */
 const leaseTable: SqliteTable = {
   name: 'worker_leadership',
@@ -67,18 +64,6 @@ const deadlineTable: SqliteTable = {
     expires_at INTEGER NOT NULL
   )`,
   columns: { slot: 'INTEGER', holder: 'TEXT', term: 'INTEGER', clock: 'TEXT', expires_at: 'INTEGER' },
-  key: ['slot'],
-};
-
-const advertisedTable: SqliteTable = {
-  name: 'worker_leadership_advertised',
-  create: `CREATE TABLE IF NOT EXISTS worker_leadership_advertised (
-    slot INTEGER PRIMARY KEY,
-    holder TEXT NOT NULL,
-    term INTEGER NOT NULL,
-    value TEXT NOT NULL
-  )`,
-  columns: { slot: 'INTEGER', holder: 'TEXT', term: 'INTEGER', value: 'TEXT' },
   key: ['slot'],
 };
 

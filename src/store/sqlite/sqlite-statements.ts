@@ -77,10 +77,6 @@ export const statementText = {
   writeDeadline: `INSERT INTO worker_leadership_deadline (slot, holder, term, clock, expires_at)
     VALUES (@slot, @holder, @term, @clock, @deadline)
     ON CONFLICT (slot) DO UPDATE SET holder = excluded.holder, term = excluded.term, clock = excluded.clock, expires_at = excluded.expires_at`,
-  // What a tenure's holder advertises; `clearAdvertised` when it advertises nothing.
-  writeAdvertised: `INSERT INTO worker_leadership_advertised (slot, holder, term, value) VALUES (@slot, @holder, @term, @value)
-    ON CONFLICT (slot) DO UPDATE SET holder = excluded.holder, term = excluded.term, value = excluded.value`,
-  clearAdvertised: `DELETE FROM worker_leadership_advertised WHERE slot = @slot`,
   release: `DELETE FROM worker_leadership WHERE ${ownTenure}`,
   // Needs to write and writes nothing: inside a transaction that holds the write lock already
   // it costs nothing, and on a read-only connection it fails (SQLITE_READONLY), which
